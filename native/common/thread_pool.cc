@@ -1,0 +1,79 @@
+// Implementation of the kernel thread pool (see thread_pool.h).
+#include "common/thread_pool.h"
+
+#include <cstdlib>
+
+namespace swerl {
+
+int configuredThreads() {
+  if (const char* env = std::getenv("SWERL_NUM_THREADS")) {
+    int n = std::atoi(env);
+    if (n >= 1) return n;
+  }
+  unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+ThreadPool::ThreadPool(int threads) {
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { workerLoop(); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+ThreadPool& ThreadPool::global() {
+  // Leaked on purpose: joining threads from a static destructor during process exit can hang.
+  static ThreadPool* pool = new ThreadPool(configuredThreads());
+  return *pool;
+}
+
+// Takes tasks until none are left; called with mutex_ held, returns with it held.
+void ThreadPool::drain() {
+  while (nextTask_ < numTasks_) {
+    int task = nextTask_++;
+    const auto* fn = fn_;
+    mutex_.unlock();
+    (*fn)(task);
+    mutex_.lock();
+    if (++finished_ == numTasks_) done_.notify_all();
+  }
+}
+
+void ThreadPool::workerLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  unsigned long seen = generation_;
+  for (;;) {
+    wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+    if (stop_) return;
+    seen = generation_;
+    drain();
+  }
+}
+
+void ThreadPool::run(int numTasks, const std::function<void(int)>& fn) {
+  if (numTasks <= 0) return;
+  if (workers_.empty() || numTasks == 1) {
+    for (int i = 0; i < numTasks; ++i) fn(i);
+    return;
+  }
+  std::lock_guard<std::mutex> serial(runMutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  fn_ = &fn;
+  numTasks_ = numTasks;
+  nextTask_ = 0;
+  finished_ = 0;
+  ++generation_;
+  wake_.notify_all();
+  drain();
+  done_.wait(lock, [&] { return finished_ == numTasks_; });
+  fn_ = nullptr;
+  numTasks_ = 0;
+}
+
+}  // namespace swerl

@@ -1,0 +1,47 @@
+// A fixed pool of native threads for the CPU kernels.
+//
+// run(n, fn) calls fn(0..n-1) across the pool (the caller's thread takes part) and returns when
+// all calls are done. Which thread runs a task is not fixed, so kernels that need a
+// reproducible result must make each task's output depend only on its index. Calls from several
+// JS threads (worker_threads) are serialised. Size: SWERL_NUM_THREADS, else the core count.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace swerl {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+  void run(int numTasks, const std::function<void(int)>& fn);
+
+  /** The process-wide pool (created on first use, never destroyed). */
+  static ThreadPool& global();
+
+ private:
+  void workerLoop();
+  void drain();
+
+  std::vector<std::thread> workers_;
+  std::mutex runMutex_;  // one run() at a time
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(int)>* fn_ = nullptr;
+  int numTasks_ = 0, nextTask_ = 0, finished_ = 0;
+  unsigned long generation_ = 0;
+  bool stop_ = false;
+};
+
+/** Threads the kernels use: SWERL_NUM_THREADS if set (>= 1), else std::thread::hardware_concurrency(). */
+int configuredThreads();
+
+}  // namespace swerl

@@ -1,0 +1,14 @@
+// What the rest of the core may ask about CUDA. Implemented by cuda_runtime.cu in a CUDA build
+// and by cuda_absent.cc otherwise, so no other file needs #ifdefs.
+#pragma once
+
+namespace swerl {
+
+/** Whether this binary contains the CUDA kernels. */
+bool cudaBuilt();
+/** Usable CUDA devices; 0 without a driver or GPU (never throws). */
+int cudaDeviceCount();
+/** The CUDA runtime version as major*1000 + minor*10, or 0. */
+int cudaRuntimeVersion();
+
+}  // namespace swerl

@@ -1,0 +1,225 @@
+// JS binding of the paged KV cache: class NativePagedKvCache, wrapped by src/kv/paged-kv-cache.ts.
+//
+// Small results (append's newBlocks, stats) are written into a Float64Array the wrapper hands
+// over once at construction, so the hot calls create no JS objects.
+#include <memory>
+#include <string>
+
+#include "kv/paged_kv_cache.h"
+#include "napi/addon_data.h"
+#include "napi/args.h"
+#include "napi/errors.h"
+
+namespace swerl::napi {
+
+namespace {
+
+constexpr size_t kOutSlots = 8;
+
+KvDtype parseDtype(Napi::Env env, const std::string& s) {
+  if (s == "f32") return KvDtype::F32;
+  if (s == "f16") return KvDtype::F16;
+  if (s == "bf16") return KvDtype::Bf16;
+  throw swerlError(env, "INVALID_ARGUMENT", "dtype must be 'f32', 'f16' or 'bf16', got '" + s + "'");
+}
+
+Device parseDevice(Napi::Env env, const std::string& s) {
+  if (s == "cpu") return Device::Cpu;
+  if (s == "cuda") return Device::Cuda;
+  throw swerlError(env, "INVALID_ARGUMENT", "device must be 'cpu' or 'cuda', got '" + s + "'");
+}
+
+int32_t intOption(Napi::Env env, Napi::Object o, const char* name) {
+  Napi::Value v = o.Get(name);
+  require(env, v.IsNumber(), std::string(name) + " must be a number");
+  double d = v.As<Napi::Number>().DoubleValue();
+  require(env, std::isfinite(d) && std::floor(d) == d && d >= -2147483648.0 && d <= 2147483647.0,
+          std::string(name) + " must be a 32-bit integer");
+  return static_cast<int32_t>(d);
+}
+
+}  // namespace
+
+class KvCacheWrap : public Napi::ObjectWrap<KvCacheWrap> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "NativePagedKvCache",
+                       {InstanceMethod<&KvCacheWrap::CreateSequence>("createSequence"),
+                        InstanceMethod<&KvCacheWrap::Append>("append"),
+                        InstanceMethod<&KvCacheWrap::Commit>("commit"),
+                        InstanceMethod<&KvCacheWrap::Fork>("fork"),
+                        InstanceMethod<&KvCacheWrap::Free>("free"),
+                        InstanceMethod<&KvCacheWrap::Length>("length"),
+                        InstanceMethod<&KvCacheWrap::CommittedLength>("committedLength"),
+                        InstanceMethod<&KvCacheWrap::BlockTable>("blockTable"),
+                        InstanceMethod<&KvCacheWrap::SetWeightVersion>("setWeightVersion"),
+                        InstanceMethod<&KvCacheWrap::Stats>("stats"),
+                        InstanceMethod<&KvCacheWrap::SlotMapping>("slotMapping"),
+                        InstanceMethod<&KvCacheWrap::WriteKv>("writeKv"),
+                        InstanceMethod<&KvCacheWrap::ReadKv>("readKv")});
+  }
+
+  // new NativePagedKvCache({numBlocks, blockSize, numLayers, numKvHeads, headDim, dtype, device,
+  //                         prefixCaching}, out: Float64Array(8))
+  explicit KvCacheWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<KvCacheWrap>(info) {
+    Napi::Env env = info.Env();
+    guarded(env, [&] {
+      require(env, info.Length() >= 2 && info[0].IsObject(), "options must be an object");
+      Napi::Object o = info[0].As<Napi::Object>();
+      KvCacheOptions opts;
+      opts.numBlocks = intOption(env, o, "numBlocks");
+      opts.blockSize = intOption(env, o, "blockSize");
+      opts.numLayers = intOption(env, o, "numLayers");
+      opts.numKvHeads = intOption(env, o, "numKvHeads");
+      opts.headDim = intOption(env, o, "headDim");
+      require(env, o.Get("dtype").IsString(), "dtype must be a string");
+      opts.dtype = parseDtype(env, o.Get("dtype").As<Napi::String>().Utf8Value());
+      require(env, o.Get("device").IsString(), "device must be a string");
+      opts.device = parseDevice(env, o.Get("device").As<Napi::String>().Utf8Value());
+      require(env, o.Get("prefixCaching").IsBoolean(), "prefixCaching must be a boolean");
+      opts.prefixCaching = o.Get("prefixCaching").As<Napi::Boolean>().Value();
+      Napi::Float64Array out = argFloat64Array(info, 1, "out");
+      require(env, out.ElementLength() >= kOutSlots, "out must have 8 elements");
+      out_ = Napi::Persistent(out);
+      cache_ = std::make_unique<PagedKvCache>(opts);
+      return 0;
+    });
+  }
+
+ private:
+  double* out() { return out_.Value().Data(); }
+
+  Napi::Value CreateSequence(const Napi::CallbackInfo& info) {
+    return guarded(info.Env(), [&] { return Napi::Number::New(info.Env(), static_cast<double>(cache_->createSequence())); });
+  }
+
+  // append(seq, tokens: Int32Array) -> cachedTokens; out[0] = newBlocks
+  Napi::Value Append(const Napi::CallbackInfo& info) {
+    return guarded(info.Env(), [&] {
+      int64_t seq = argInteger(info, 0, "seq");
+      Napi::Int32Array tokens = argInt32Array(info, 1, "tokens");
+      AppendResult r = cache_->append(seq, tokens.Data(), tokens.ElementLength());
+      out()[0] = static_cast<double>(r.newBlocks);
+      return Napi::Number::New(info.Env(), static_cast<double>(r.cachedTokens));
+    });
+  }
+
+  Napi::Value Commit(const Napi::CallbackInfo& info) {
+    return guarded(info.Env(), [&] {
+      cache_->commit(argInteger(info, 0, "seq"));
+      return info.Env().Undefined();
+    });
+  }
+
+  Napi::Value Fork(const Napi::CallbackInfo& info) {
+    return guarded(info.Env(), [&] {
+      return Napi::Number::New(info.Env(), static_cast<double>(cache_->fork(argInteger(info, 0, "seq"))));
+    });
+  }
+
+  Napi::Value Free(const Napi::CallbackInfo& info) {
+    return guarded(info.Env(), [&] {
+      cache_->free(argInteger(info, 0, "seq"));
+      return info.Env().Undefined();
+    });
+  }
+
+  Napi::Value Length(const Napi::CallbackInfo& info) {
+    return guarded(info.Env(), [&] {
+      return Napi::Number::New(info.Env(), static_cast<double>(cache_->length(argInteger(info, 0, "seq"))));
+    });
+  }
+
+  Napi::Value CommittedLength(const Napi::CallbackInfo& info) {
+    return guarded(info.Env(), [&] {
+      return Napi::Number::New(info.Env(), static_cast<double>(cache_->committedLength(argInteger(info, 0, "seq"))));
+    });
+  }
+
+  Napi::Value BlockTable(const Napi::CallbackInfo& info) {
+    return guarded(info.Env(), [&] {
+      const std::vector<int32_t>& table = cache_->blockTable(argInteger(info, 0, "seq"));
+      Napi::Int32Array arr = Napi::Int32Array::New(info.Env(), table.size());
+      std::copy(table.begin(), table.end(), arr.Data());
+      return arr;
+    });
+  }
+
+  Napi::Value SetWeightVersion(const Napi::CallbackInfo& info) {
+    return guarded(info.Env(), [&] {
+      cache_->setWeightVersion(argInteger(info, 0, "version"));
+      return info.Env().Undefined();
+    });
+  }
+
+  // stats() -> undefined; out[0..6] = numBlocks, freeBlocks, cachedBlocks, activeBlocks,
+  // queriedTokens, cachedTokens, evictions
+  Napi::Value Stats(const Napi::CallbackInfo& info) {
+    return guarded(info.Env(), [&] {
+      KvCacheStats s = cache_->stats();
+      double* o = out();
+      o[0] = static_cast<double>(s.numBlocks);
+      o[1] = static_cast<double>(s.freeBlocks);
+      o[2] = static_cast<double>(s.cachedBlocks);
+      o[3] = static_cast<double>(s.activeBlocks);
+      o[4] = static_cast<double>(s.queriedTokens);
+      o[5] = static_cast<double>(s.cachedTokens);
+      o[6] = static_cast<double>(s.evictions);
+      return info.Env().Undefined();
+    });
+  }
+
+  Napi::Value SlotMapping(const Napi::CallbackInfo& info) {
+    return guarded(info.Env(), [&] {
+      int64_t seq = argInteger(info, 0, "seq"), start = argInteger(info, 1, "start"),
+              count = argInteger(info, 2, "count");
+      require(info.Env(), count >= 0 && count <= INT32_MAX, "count must be in [0, 2^31)");
+      cache_->length(seq);  // UNKNOWN_SEQUENCE before allocating
+      Napi::Int32Array arr = Napi::Int32Array::New(info.Env(), static_cast<size_t>(count));
+      cache_->slotMapping(seq, start, count, arr.Data());
+      return arr;
+    });
+  }
+
+  // writeKv(seq, layer, start, k: Float32Array, v: Float32Array); count = k.length / rowElems
+  Napi::Value WriteKv(const Napi::CallbackInfo& info) {
+    return guarded(info.Env(), [&] {
+      int64_t seq = argInteger(info, 0, "seq"), layer = argInteger(info, 1, "layer"),
+              start = argInteger(info, 2, "start");
+      Napi::Float32Array k = argFloat32Array(info, 3, "k"), v = argFloat32Array(info, 4, "v");
+      const size_t row = cache_->geometry().rowElems();
+      require(info.Env(), k.ElementLength() == v.ElementLength() && k.ElementLength() % row == 0,
+              "k and v must have the same length, a multiple of numKvHeads * headDim = " + std::to_string(row));
+      require(info.Env(), layer >= 0 && layer <= INT32_MAX, "layer must be >= 0");
+      cache_->writeKv(seq, static_cast<int32_t>(layer), start, static_cast<int64_t>(k.ElementLength() / row),
+                      k.Data(), v.Data());
+      return info.Env().Undefined();
+    });
+  }
+
+  // readKv(seq, layer, start, count) -> [k, v] as Float32Array [count, numKvHeads * headDim]
+  Napi::Value ReadKv(const Napi::CallbackInfo& info) {
+    return guarded(info.Env(), [&] {
+      Napi::Env env = info.Env();
+      int64_t seq = argInteger(info, 0, "seq"), layer = argInteger(info, 1, "layer"),
+              start = argInteger(info, 2, "start"), count = argInteger(info, 3, "count");
+      require(env, layer >= 0 && layer <= INT32_MAX, "layer must be >= 0");
+      require(env, count >= 0 && start >= 0 && start + count <= cache_->length(seq),
+              "positions [start, start + count) must lie inside the sequence");
+      const size_t n = static_cast<size_t>(count) * cache_->geometry().rowElems();
+      Napi::Float32Array k = Napi::Float32Array::New(env, n), v = Napi::Float32Array::New(env, n);
+      cache_->readKv(seq, static_cast<int32_t>(layer), start, count, k.Data(), v.Data());
+      Napi::Array pair = Napi::Array::New(env, 2);
+      pair.Set(0u, k);
+      pair.Set(1u, v);
+      return pair;
+    });
+  }
+
+  std::unique_ptr<PagedKvCache> cache_;
+  Napi::Reference<Napi::Float64Array> out_;
+};
+
+Napi::Function defineKvCache(Napi::Env env) { return KvCacheWrap::Define(env); }
+
+}  // namespace swerl::napi

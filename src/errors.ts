@@ -1,0 +1,55 @@
+/**
+ * Error codes that swerl raises. Native errors carry the code the addon gives them (the loader
+ * checks at start-up that every native code is listed here); TypeScript validation uses the same
+ * codes. Codes are stable: new ones may be added, none is ever renamed.
+ */
+export const ErrorCodes = [
+  /** An argument has the wrong type, range or shape. */
+  'INVALID_ARGUMENT',
+  /** A sequence id that was never created or was already freed. */
+  'UNKNOWN_SEQUENCE',
+  /** Not enough free KV blocks; nothing was changed. */
+  'KV_CACHE_FULL',
+  /** CUDA was asked for but this build has no CUDA kernels or no device is visible. */
+  'CUDA_UNAVAILABLE',
+  /** A CUDA runtime call failed. */
+  'CUDA_ERROR',
+  /** A host allocation failed. */
+  'OUT_OF_MEMORY',
+  /** A broken internal invariant: a bug in swerl. */
+  'INTERNAL',
+  /** The native addon could not be found or loaded. */
+  'NATIVE_LOAD_FAILED',
+] as const;
+
+/** One of {@link ErrorCodes}. */
+export type ErrorCode = (typeof ErrorCodes)[number];
+
+/**
+ * Every error swerl raises, native or not. `code` is stable and meant for programs; `message` is
+ * meant for people and says what to do next.
+ */
+export class SwerlError extends Error {
+  /** A stable machine-readable code, one of {@link ErrorCodes}. */
+  readonly code: ErrorCode;
+
+  constructor(message: string, code: ErrorCode) {
+    super(message);
+    this.name = 'SwerlError';
+    this.code = code;
+  }
+}
+
+/** An INVALID_ARGUMENT error: `name` should be `expected`, but was `actual`. */
+export function invalidArgument(name: string, expected: string, actual: unknown): SwerlError {
+  return new SwerlError(`${name} must be ${expected}, got ${describe(actual)}`, 'INVALID_ARGUMENT');
+}
+
+function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}...` : value);
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') return String(value);
+  if (value === null || value === undefined) return String(value);
+  if (ArrayBuffer.isView(value)) return `a ${value.constructor.name}`;
+  if (Array.isArray(value)) return `an array of length ${value.length}`;
+  return `a ${typeof value === 'object' ? (value.constructor?.name ?? 'object') : typeof value}`;
+}

@@ -1,0 +1,13 @@
+/**
+ * swerl: reinforcement learning for long-context, multi-turn software-engineering agents.
+ * The public API; DESIGN.md section 6 lists the names other code relies on.
+ */
+export { type ErrorCode, ErrorCodes, SwerlError } from './errors.js';
+export { type NativeInfo, nativeInfo } from './info.js';
+export {
+  type AppendResult,
+  type KvCacheStats,
+  type KvDtype,
+  PagedKvCache,
+  type PagedKvCacheOptions,
+} from './kv/paged-kv-cache.js';

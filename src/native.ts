@@ -1,0 +1,121 @@
+/**
+ * The only file that loads the native addon. It declares the binding's shape
+ * ({@link NativeBinding}), finds the compiled addon, loads it once and connects its errors to
+ * {@link SwerlError}.
+ *
+ * Search order (first that exists and loads wins):
+ * 1. `SWERL_NATIVE_PATH`, an explicit path to a `swerl.node` (for custom builds);
+ * 2. `build/cmake/Release/swerl.node` (cmake-js: CPU, plus CUDA when it was built with nvcc);
+ * 3. `build/Release/swerl.node` (node-gyp: the CPU-only fallback).
+ * If none loads, one SwerlError('NATIVE_LOAD_FAILED') lists what was tried and what to do.
+ * @internal
+ */
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ErrorCodes, SwerlError } from './errors.js';
+
+/** nativeInfo() as the addon returns it. */
+export interface NativeInfoRaw {
+  version: string;
+  cuda: boolean;
+  cudaDevices: number;
+  cudaRuntimeVersion: number;
+  simd: string;
+  threads: number;
+  errorCodes: string[];
+}
+
+/** Options of the native KV cache constructor; all fields present and validated. */
+export interface NativeKvOptions {
+  numBlocks: number;
+  blockSize: number;
+  numLayers: number;
+  numKvHeads: number;
+  headDim: number;
+  dtype: 'f32' | 'f16' | 'bf16';
+  device: 'cpu' | 'cuda';
+  prefixCaching: boolean;
+}
+
+/** The native paged KV cache (native/napi/kv_binding.cc). Small results go through `out`. */
+export interface NativePagedKvCache {
+  createSequence(): number;
+  /** Returns cachedTokens; out[0] = newBlocks. */
+  append(seq: number, tokens: Int32Array): number;
+  commit(seq: number): void;
+  fork(seq: number): number;
+  free(seq: number): void;
+  length(seq: number): number;
+  committedLength(seq: number): number;
+  blockTable(seq: number): Int32Array;
+  setWeightVersion(version: number): void;
+  /** Writes numBlocks, freeBlocks, cachedBlocks, activeBlocks, queriedTokens, cachedTokens, evictions to out[0..6]. */
+  stats(): void;
+  slotMapping(seq: number, start: number, count: number): Int32Array;
+  writeKv(seq: number, layer: number, start: number, k: Float32Array, v: Float32Array): void;
+  readKv(seq: number, layer: number, start: number, count: number): [Float32Array, Float32Array];
+}
+
+/** Everything the addon exports (native/napi/addon.cc). */
+export interface NativeBinding {
+  init(errorClass: typeof SwerlError): void;
+  nativeInfo(): NativeInfoRaw;
+  NativePagedKvCache: new (options: NativeKvOptions, out: Float64Array) => NativePagedKvCache;
+  measureStreamCopy(bytes: number, reps: number, threads: number): Promise<number>;
+  measurePeakFma(seconds: number, threads: number): Promise<number>;
+}
+
+const packageRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+let binding: NativeBinding | undefined;
+
+/** Candidate addon paths in search order. */
+export function addonCandidates(env: NodeJS.ProcessEnv = process.env): string[] {
+  const list: string[] = [];
+  if (env.SWERL_NATIVE_PATH) list.push(resolve(env.SWERL_NATIVE_PATH));
+  list.push(join(packageRoot, 'build', 'cmake', 'Release', 'swerl.node'));
+  list.push(join(packageRoot, 'build', 'Release', 'swerl.node'));
+  return list;
+}
+
+/** Loads the addon on first use and returns it. Throws SwerlError('NATIVE_LOAD_FAILED'). */
+export function native(): NativeBinding {
+  if (binding) return binding;
+  const require = createRequire(import.meta.url);
+  const tried: string[] = [];
+  for (const path of addonCandidates()) {
+    if (!existsSync(path)) {
+      tried.push(`${path}: not built`);
+      continue;
+    }
+    try {
+      const b = require(path) as NativeBinding;
+      checkErrorCodes(b.nativeInfo().errorCodes, path);
+      b.init(SwerlError);
+      binding = b;
+      return b;
+    } catch (err) {
+      if (err instanceof SwerlError) throw err;
+      tried.push(`${path}: ${(err as Error).message.split('\n')[0]}`);
+    }
+  }
+  throw new SwerlError(
+    `the swerl native addon could not be loaded. Tried:\n  ${tried.join('\n  ')}\n` +
+      'Build it with `npm run build:native` (needs a C++17 compiler and CMake, or node-gyp with Python 3 and make; ' +
+      'on Debian/Ubuntu: apt-get install -y build-essential cmake python3), or point SWERL_NATIVE_PATH at a swerl.node.',
+    'NATIVE_LOAD_FAILED',
+  );
+}
+
+function checkErrorCodes(codes: string[], path: string): void {
+  const known = new Set<string>(ErrorCodes);
+  const unknown = codes.filter((c) => !known.has(c));
+  if (unknown.length > 0) {
+    throw new SwerlError(
+      `${path} raises error codes this version of swerl does not know (${unknown.join(', ')}): ` +
+        'the addon and the JavaScript are from different versions. Rebuild with `npm run build:native`.',
+      'NATIVE_LOAD_FAILED',
+    );
+  }
+}
