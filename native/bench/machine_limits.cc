@@ -67,7 +67,8 @@ double measureStreamCopyGbps(size_t bytes, int reps, int threads) {
   double best = 0;
   for (int r = 0; r < reps; ++r) {
     double s = runOnThreads(threads, [&](int t) {
-      size_t lo = (bytes * t / threads) & ~static_cast<size_t>(63), hi = (bytes * (t + 1) / threads) & ~static_cast<size_t>(63);
+      size_t lo = (bytes * t / threads) & ~static_cast<size_t>(63),
+             hi = (bytes * (t + 1) / threads) & ~static_cast<size_t>(63);
       if (t == threads - 1) hi = bytes;
       std::memcpy(dst + lo, src + lo, hi - lo);
     });

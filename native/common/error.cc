@@ -6,14 +6,22 @@ namespace swerl {
 
 const char* errorCodeName(ErrorCode code) {
   switch (code) {
-    case ErrorCode::InvalidArgument: return "INVALID_ARGUMENT";
-    case ErrorCode::UnknownSequence: return "UNKNOWN_SEQUENCE";
-    case ErrorCode::KvCacheFull: return "KV_CACHE_FULL";
-    case ErrorCode::CudaUnavailable: return "CUDA_UNAVAILABLE";
-    case ErrorCode::CudaError: return "CUDA_ERROR";
-    case ErrorCode::OutOfMemory: return "OUT_OF_MEMORY";
-    case ErrorCode::Internal: return "INTERNAL";
-    case ErrorCode::Count: break;
+    case ErrorCode::InvalidArgument:
+      return "INVALID_ARGUMENT";
+    case ErrorCode::UnknownSequence:
+      return "UNKNOWN_SEQUENCE";
+    case ErrorCode::KvCacheFull:
+      return "KV_CACHE_FULL";
+    case ErrorCode::CudaUnavailable:
+      return "CUDA_UNAVAILABLE";
+    case ErrorCode::CudaError:
+      return "CUDA_ERROR";
+    case ErrorCode::OutOfMemory:
+      return "OUT_OF_MEMORY";
+    case ErrorCode::Internal:
+      return "INTERNAL";
+    case ErrorCode::Count:
+      break;
   }
   return "INTERNAL";
 }

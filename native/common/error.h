@@ -39,16 +39,15 @@ class Error : public std::runtime_error {
 
 // Throws swerl::Error(code, msg) unless cond holds. msg is any expression convertible to
 // std::string; it is only evaluated on failure.
-#define SWERL_CHECK(cond, code, msg)                              \
-  do {                                                            \
+#define SWERL_CHECK(cond, code, msg)                                    \
+  do {                                                                  \
     if (!(cond)) throw ::swerl::Error(::swerl::ErrorCode::code, (msg)); \
   } while (0)
 
 // An internal invariant. Failing it is a bug, reported with file:line instead of crashing.
-#define SWERL_ASSERT(cond)                                                                   \
-  do {                                                                                       \
-    if (!(cond))                                                                             \
-      throw ::swerl::Error(::swerl::ErrorCode::Internal, std::string("internal invariant failed: ") + \
-                                                             #cond + " at " + __FILE__ + ":" +  \
-                                                             std::to_string(__LINE__));      \
+#define SWERL_ASSERT(cond)                                                                                             \
+  do {                                                                                                                 \
+    if (!(cond))                                                                                                       \
+      throw ::swerl::Error(::swerl::ErrorCode::Internal, std::string("internal invariant failed: ") + #cond + " at " + \
+                                                             __FILE__ + ":" + std::to_string(__LINE__));               \
   } while (0)

@@ -36,8 +36,8 @@ inline uint16_t f32ToF16(float f) {
   if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((abs >> 13) & 0x3ffu));  // quiet NaN
   if (abs == 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u);
   if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to >= 65520: inf
-  if (abs < 0x38800000u) {                                                // f16 subnormal or zero
-    if (abs < 0x33000000u) return static_cast<uint16_t>(sign);            // < 2^-25: rounds to 0
+  if (abs < 0x38800000u) {                                               // f16 subnormal or zero
+    if (abs < 0x33000000u) return static_cast<uint16_t>(sign);           // < 2^-25: rounds to 0
     uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
     int shift = 126 - static_cast<int>(abs >> 23);  // 14..24 for exponents 112..102
     uint32_t half = mant >> shift;

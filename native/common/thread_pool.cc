@@ -39,8 +39,14 @@ void ThreadPool::drain() {
     int task = nextTask_++;
     const auto* fn = fn_;
     mutex_.unlock();
-    (*fn)(task);
+    std::exception_ptr err;
+    try {
+      (*fn)(task);
+    } catch (...) {
+      err = std::current_exception();
+    }
     mutex_.lock();
+    if (err && !error_) error_ = err;
     if (++finished_ == numTasks_) done_.notify_all();
   }
 }
@@ -59,7 +65,15 @@ void ThreadPool::workerLoop() {
 void ThreadPool::run(int numTasks, const std::function<void(int)>& fn) {
   if (numTasks <= 0) return;
   if (workers_.empty() || numTasks == 1) {
-    for (int i = 0; i < numTasks; ++i) fn(i);
+    std::exception_ptr first;
+    for (int i = 0; i < numTasks; ++i) {
+      try {
+        fn(i);
+      } catch (...) {
+        if (!first) first = std::current_exception();
+      }
+    }
+    if (first) std::rethrow_exception(first);
     return;
   }
   std::lock_guard<std::mutex> serial(runMutex_);
@@ -74,6 +88,10 @@ void ThreadPool::run(int numTasks, const std::function<void(int)>& fn) {
   done_.wait(lock, [&] { return finished_ == numTasks_; });
   fn_ = nullptr;
   numTasks_ = 0;
+  std::exception_ptr err = error_;
+  error_ = nullptr;
+  lock.unlock();
+  if (err) std::rethrow_exception(err);
 }
 
 }  // namespace swerl

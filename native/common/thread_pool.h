@@ -4,9 +4,12 @@
 // all calls are done. Which thread runs a task is not fixed, so kernels that need a
 // reproducible result must make each task's output depend only on its index. Calls from several
 // JS threads (worker_threads) are serialised. Size: SWERL_NUM_THREADS, else the core count.
+// If tasks throw, the remaining tasks still run and run() rethrows the first exception on the
+// caller's thread, so no exception ever escapes a pool thread (which would terminate Node).
 #pragma once
 
 #include <condition_variable>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -38,6 +41,7 @@ class ThreadPool {
   const std::function<void(int)>* fn_ = nullptr;
   int numTasks_ = 0, nextTask_ = 0, finished_ = 0;
   unsigned long generation_ = 0;
+  std::exception_ptr error_;  // first exception thrown by a task of the current run
   bool stop_ = false;
 };
 

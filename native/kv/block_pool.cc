@@ -11,7 +11,7 @@ BlockPool::BlockPool(int32_t numBlocks, int32_t blockSize)
     : numBlocks_(numBlocks),
       blockSize_(blockSize),
       blocks_(static_cast<size_t>(numBlocks) + 2),
-      tokens_(static_cast<size_t>(numBlocks) * blockSize),
+      tokens_(new int32_t[static_cast<size_t>(numBlocks) * blockSize]),
       index_(static_cast<size_t>(numBlocks)),
       head_(numBlocks),
       tail_(numBlocks + 1) {
@@ -49,12 +49,12 @@ int32_t BlockPool::allocate() {
   int32_t b = blocks_[head_].next;
   unlink(b);
   --freeCount_;
+  blocks_[b].ref = 1;  // before unregister, so that it is not counted as a cached free block
   if (blocks_[b].registered) {
     --cachedFree_;
     ++evictions_;
     unregister(b);
   }
-  blocks_[b].ref = 1;
   return b;
 }
 
@@ -86,8 +86,7 @@ int32_t BlockPool::lookup(uint64_t hash, const int32_t* tokens, int64_t version,
   const BlockMeta& m = blocks_[b];
   if (!m.registered || m.version != version || m.parent != parent) return -1;
   if (parent >= 0 && (!blocks_[parent].registered || blocks_[parent].gen != m.parentGen)) return -1;
-  if (std::memcmp(&tokens_[static_cast<size_t>(b) * blockSize_], tokens, sizeof(int32_t) * blockSize_) != 0)
-    return -1;
+  if (std::memcmp(&tokens_[static_cast<size_t>(b) * blockSize_], tokens, sizeof(int32_t) * blockSize_) != 0) return -1;
   return b;
 }
 
@@ -102,21 +101,57 @@ void BlockPool::registerBlock(int32_t b, uint64_t hash, const int32_t* tokens, i
   m.version = version;
   m.parent = parent;
   m.parentGen = parent >= 0 ? blocks_[parent].gen : 0;
+  if (parent >= 0) {  // link as the first child of parent
+    BlockMeta& p = blocks_[parent];
+    m.prevSibling = -1;
+    m.nextSibling = p.firstChild;
+    if (p.firstChild >= 0) blocks_[p.firstChild].prevSibling = b;
+    p.firstChild = b;
+  }
   std::memcpy(&tokens_[static_cast<size_t>(b) * blockSize_], tokens, sizeof(int32_t) * blockSize_);
 }
 
 void BlockPool::unregister(int32_t b) {
+  // Depth-first over the registered subtree rooted at b; children are unlinked as they go.
+  stack_.clear();
+  stack_.push_back(b);
+  while (!stack_.empty()) {
+    int32_t x = stack_.back();
+    int32_t child = blocks_[x].firstChild;
+    if (child >= 0) {
+      stack_.push_back(child);
+      continue;
+    }
+    stack_.pop_back();
+    unregisterOne(x);
+  }
+}
+
+void BlockPool::unregisterOne(int32_t b) {
   BlockMeta& m = blocks_[b];
+  SWERL_ASSERT(m.registered && m.firstChild < 0);
+  if (m.parent >= 0) {
+    BlockMeta& p = blocks_[m.parent];
+    if (m.prevSibling >= 0)
+      blocks_[m.prevSibling].nextSibling = m.nextSibling;
+    else
+      p.firstChild = m.nextSibling;
+    if (m.nextSibling >= 0) blocks_[m.nextSibling].prevSibling = m.prevSibling;
+  }
+  m.prevSibling = m.nextSibling = -1;
   index_.erase(m.hash, b);
   m.registered = false;
   ++m.gen;
+  if (m.ref == 0) --cachedFree_;
 }
 
 void BlockPool::unregisterAll() {
   for (int32_t b = 0; b < numBlocks_; ++b) {
-    if (!blocks_[b].registered) continue;
-    blocks_[b].registered = false;
-    ++blocks_[b].gen;
+    BlockMeta& m = blocks_[b];
+    m.firstChild = m.prevSibling = m.nextSibling = -1;
+    if (!m.registered) continue;
+    m.registered = false;
+    ++m.gen;
   }
   index_.clear();
   cachedFree_ = 0;

@@ -9,7 +9,10 @@
 // A hit is never trusted to the hash alone: registered blocks record (parent id, parent's
 // generation), and a block's generation changes whenever its registration does, so a lookup
 // that walks a prefix block by block and checks tokens, version and parent link at each step
-// returns only blocks whose whole prefix equals the caller's.
+// returns only blocks whose whole prefix equals the caller's. Unregistering a block (eviction,
+// weight update) unregisters its registered descendants too, so every registered block is
+// reachable from a sequence start: nothing unreachable is counted as cached, and no stale entry
+// can occupy the hash of a prefix that is being cached again.
 //
 // Free queue order: popped from the front. Blocks without a registration go to the front (they
 // hold nothing worth keeping); registered blocks go to the back, so the least recently freed is
@@ -17,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "kv/hash_index.h"
@@ -32,6 +36,7 @@ struct BlockMeta {
   int64_t version = 0;
   int32_t parent = -1;  // registered parent block, -1 for a sequence's first block
   uint32_t parentGen = 0;
+  int32_t firstChild = -1, prevSibling = -1, nextSibling = -1;  // registered children of this block
 };
 
 class BlockPool {
@@ -62,18 +67,20 @@ class BlockPool {
   void unregisterAll();
 
  private:
-  void unregister(int32_t b);
+  void unregister(int32_t b);  // b and its descendants
+  void unregisterOne(int32_t b);
   void linkFront(int32_t b);
   void linkBack(int32_t b);
   void unlink(int32_t b);
 
   int32_t numBlocks_, blockSize_;
-  std::vector<BlockMeta> blocks_;   // numBlocks + 2 sentinels
-  std::vector<int32_t> tokens_;     // [numBlocks, blockSize]: tokens of registered blocks
+  std::vector<BlockMeta> blocks_;      // numBlocks + 2 sentinels
+  std::unique_ptr<int32_t[]> tokens_;  // [numBlocks, blockSize]: tokens of registered blocks (uninitialised)
   HashIndex index_;
-  int32_t head_, tail_;             // sentinel ids
+  int32_t head_, tail_;  // sentinel ids
   int32_t freeCount_ = 0, cachedFree_ = 0;
   uint64_t evictions_ = 0;
+  std::vector<int32_t> stack_;  // scratch for unregister (chains can be thousands of blocks deep)
 };
 
 }  // namespace swerl

@@ -27,11 +27,11 @@ size_t dtypeBytes(KvDtype dtype);
 
 /** What an attention kernel needs to read one sequence's KV for one layer. Borrowed pointers. */
 struct PagedKvView {
-  const void* k;            // [numBlocks, blockSize, numKvHeads, headDim] of dtype
+  const void* k;  // [numBlocks, blockSize, numKvHeads, headDim] of dtype
   const void* v;
   const int32_t* blockTable;  // the sequence's blocks in order
   int32_t numTableBlocks;
-  int64_t length;           // tokens in the sequence
+  int64_t length;  // tokens in the sequence
   int32_t blockSize, numKvHeads, headDim;
   KvDtype dtype;
   Device device;

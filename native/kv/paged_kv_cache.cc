@@ -1,6 +1,7 @@
 // Paged KV cache: sequence bookkeeping and prefix caching (see paged_kv_cache.h).
 #include "kv/paged_kv_cache.h"
 
+#include <algorithm>
 #include <climits>
 #include <string>
 
@@ -13,6 +14,14 @@ namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
+// Makes room for `extra` more elements, growing geometrically (an exact reserve on every small
+// append would copy the whole vector each time: quadratic for decode-style appends).
+template <typename T>
+void reserveMore(std::vector<T>& v, size_t extra) {
+  const size_t need = v.size() + extra;
+  if (need > v.capacity()) v.reserve(std::max(need, 2 * v.capacity()));
+}
+
 KvGeometry checkedGeometry(const KvCacheOptions& o) {
   SWERL_CHECK(o.numBlocks >= 1, InvalidArgument, "numBlocks must be an integer >= 1, got " + str(o.numBlocks));
   SWERL_CHECK(o.blockSize >= 1 && o.blockSize <= 4096, InvalidArgument,
@@ -22,16 +31,23 @@ KvGeometry checkedGeometry(const KvCacheOptions& o) {
   SWERL_CHECK(o.headDim >= 1, InvalidArgument, "headDim must be an integer >= 1, got " + str(o.headDim));
   SWERL_CHECK(static_cast<int64_t>(o.numBlocks) * o.blockSize <= INT32_MAX, InvalidArgument,
               "numBlocks * blockSize must be < 2^31 token slots");
-  return KvGeometry{o.numBlocks, o.blockSize, o.numLayers, o.numKvHeads, o.headDim, o.dtype};
+  KvGeometry geo{o.numBlocks, o.blockSize, o.numLayers, o.numKvHeads, o.headDim, o.dtype};
+  const double bytes = 2.0 * geo.numLayers * static_cast<double>(geo.slots()) * static_cast<double>(geo.rowElems()) *
+                       static_cast<double>(dtypeBytes(geo.dtype));
+  SWERL_CHECK(bytes < 281474976710656.0, OutOfMemory,
+              "the KV cache would need " + std::to_string(bytes / 1e12) + " TB; lower numBlocks or the model shape");
+  return geo;
+}
+
+std::unique_ptr<KvStorage> makeStorage(const KvCacheOptions& o) {
+  KvGeometry geo = checkedGeometry(o);
+  return o.device == Device::Cuda ? makeCudaKvStorage(geo) : makeCpuKvStorage(geo);
 }
 
 }  // namespace
 
 PagedKvCache::PagedKvCache(const KvCacheOptions& o)
-    : pool_(checkedGeometry(o).numBlocks, o.blockSize), prefixCaching_(o.prefixCaching) {
-  KvGeometry geo = checkedGeometry(o);
-  storage_ = o.device == Device::Cuda ? makeCudaKvStorage(geo) : makeCpuKvStorage(geo);
-}
+    : storage_(makeStorage(o)), pool_(o.numBlocks, o.blockSize), prefixCaching_(o.prefixCaching) {}
 
 PagedKvCache::Sequence& PagedKvCache::get(int64_t seq) {
   auto it = seqs_.find(seq);
@@ -40,9 +56,7 @@ PagedKvCache::Sequence& PagedKvCache::get(int64_t seq) {
   return it->second;
 }
 
-const PagedKvCache::Sequence& PagedKvCache::get(int64_t seq) const {
-  return const_cast<PagedKvCache*>(this)->get(seq);
-}
+const PagedKvCache::Sequence& PagedKvCache::get(int64_t seq) const { return const_cast<PagedKvCache*>(this)->get(seq); }
 
 int64_t PagedKvCache::createSequence() {
   int64_t id = nextSeq_;
@@ -54,8 +68,9 @@ int64_t PagedKvCache::createSequence() {
 AppendResult PagedKvCache::append(int64_t seq, const int32_t* tokens, size_t n) {
   Sequence& s = get(seq);
   for (size_t i = 0; i < n; ++i)
-    SWERL_CHECK(tokens[i] >= 0, InvalidArgument,
-                "tokens[" + str(static_cast<int64_t>(i)) + "] is " + str(tokens[i]) + "; token ids must be integers >= 0");
+    SWERL_CHECK(
+        tokens[i] >= 0, InvalidArgument,
+        "tokens[" + str(static_cast<int64_t>(i)) + "] is " + str(tokens[i]) + "; token ids must be integers >= 0");
   const int64_t bs = blockSize();
   const int64_t len = static_cast<int64_t>(s.tokens.size());
 
@@ -94,11 +109,11 @@ AppendResult PagedKvCache::append(int64_t seq, const int32_t* tokens, size_t n) 
 
   // Reserve first so that nothing below can throw.
   const size_t hits = hitScratch_.size();
-  s.tokens.reserve(s.tokens.size() + n);
-  s.blocks.reserve(s.blocks.size() + hits + newBlocks);
-  s.hashes.reserve(s.hashes.size() + hits);
-  s.canon.reserve(s.canon.size() + hits);
-  s.canonGen.reserve(s.canonGen.size() + hits);
+  reserveMore(s.tokens, n);
+  reserveMore(s.blocks, hits + static_cast<size_t>(newBlocks));
+  reserveMore(s.hashes, hits);
+  reserveMore(s.canon, hits);
+  reserveMore(s.canonGen, hits);
 
   s.tokens.insert(s.tokens.end(), tokens, tokens + n);
   for (size_t i = 0; i < hits; ++i) {
@@ -122,9 +137,10 @@ AppendResult PagedKvCache::append(int64_t seq, const int32_t* tokens, size_t n) 
 void PagedKvCache::registerCommitted(Sequence& s) {
   const size_t bs = static_cast<size_t>(blockSize());
   const size_t full = static_cast<size_t>(s.committed) / bs;
-  s.hashes.reserve(full);
-  s.canon.reserve(full);
-  s.canonGen.reserve(full);
+  if (s.canon.size() >= full) return;
+  reserveMore(s.hashes, full - s.hashes.size());
+  reserveMore(s.canon, full - s.canon.size());
+  reserveMore(s.canonGen, full - s.canonGen.size());
   while (s.canon.size() < full) {
     const size_t i = s.canon.size();
     int32_t parent = i == 0 ? -1 : s.canon[i - 1];
@@ -215,16 +231,20 @@ void PagedKvCache::setWeightVersion(int64_t version) {
 
 KvCacheStats PagedKvCache::stats() const {
   const int64_t free = pool_.freeCount();
-  return KvCacheStats{pool_.numBlocks(), free,           pool_.cachedCount(),
-                      pool_.numBlocks() - free, queriedTokens_, cachedTokens_,
+  return KvCacheStats{pool_.numBlocks(),
+                      free,
+                      pool_.cachedCount(),
+                      pool_.numBlocks() - free,
+                      queriedTokens_,
+                      cachedTokens_,
                       static_cast<int64_t>(pool_.evictions())};
 }
 
 void PagedKvCache::checkRange(const Sequence& s, int64_t start, int64_t count) const {
   const int64_t len = static_cast<int64_t>(s.tokens.size());
-  SWERL_CHECK(start >= 0 && count >= 0 && start + count <= len, InvalidArgument,
-              "positions [" + str(start) + ", " + str(start + count) + ") are outside the sequence (length " +
-                  str(len) + ")");
+  SWERL_CHECK(
+      start >= 0 && count >= 0 && start + count <= len, InvalidArgument,
+      "positions [" + str(start) + ", " + str(start + count) + ") are outside the sequence (length " + str(len) + ")");
 }
 
 void PagedKvCache::checkLayer(int32_t layer) const {
@@ -266,9 +286,16 @@ PagedKvView PagedKvCache::view(int64_t seq, int32_t layer) const {
   const Sequence& s = get(seq);
   checkLayer(layer);
   const KvGeometry& g = geometry();
-  return PagedKvView{storage_->kPages(layer), storage_->vPages(layer), s.blocks.data(),
-                     static_cast<int32_t>(s.blocks.size()), static_cast<int64_t>(s.tokens.size()), g.blockSize,
-                     g.numKvHeads, g.headDim, g.dtype, storage_->device()};
+  return PagedKvView{storage_->kPages(layer),
+                     storage_->vPages(layer),
+                     s.blocks.data(),
+                     static_cast<int32_t>(s.blocks.size()),
+                     static_cast<int64_t>(s.tokens.size()),
+                     g.blockSize,
+                     g.numKvHeads,
+                     g.headDim,
+                     g.dtype,
+                     storage_->device()};
 }
 
 }  // namespace swerl

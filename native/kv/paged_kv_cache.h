@@ -71,14 +71,14 @@ class PagedKvCache {
  private:
   struct Sequence {
     std::vector<int32_t> tokens;
-    std::vector<int32_t> blocks;     // block table
+    std::vector<int32_t> blocks;  // block table
     // For the leading full blocks whose prefix is registered: the chained hash, the registered
     // block holding that prefix (this sequence's own block, or an identical one), its generation.
     std::vector<uint64_t> hashes;
     std::vector<int32_t> canon;
     std::vector<uint32_t> canonGen;
-    int64_t committed = 0;           // tokens whose KV has been written
-    bool missed = false;             // allocated a block of its own: no more prefix hits
+    int64_t committed = 0;  // tokens whose KV has been written
+    bool missed = false;    // allocated a block of its own: no more prefix hits
   };
 
   Sequence& get(int64_t seq);
@@ -87,8 +87,8 @@ class PagedKvCache {
   void checkLayer(int32_t layer) const;
   void registerCommitted(Sequence& s);
 
+  std::unique_ptr<KvStorage> storage_;  // first: the big allocation fails before anything else is built
   BlockPool pool_;
-  std::unique_ptr<KvStorage> storage_;
   bool prefixCaching_;
   int64_t version_ = 0;
   int64_t nextSeq_ = 1;

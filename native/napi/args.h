@@ -13,20 +13,21 @@
 namespace swerl::napi {
 
 inline int64_t argInteger(const Napi::CallbackInfo& info, size_t i, const char* name) {
+  // Messages are built only on failure: this runs on every hot call.
   Napi::Env env = info.Env();
-  require(env, info.Length() > i && info[i].IsNumber(), std::string(name) + " must be a number");
+  if (info.Length() <= i || !info[i].IsNumber())
+    throw swerlError(env, "INVALID_ARGUMENT", std::string(name) + " must be a number");
   double d = info[i].As<Napi::Number>().DoubleValue();
-  require(env, std::isfinite(d) && std::floor(d) == d && std::fabs(d) <= 9007199254740991.0,
-          std::string(name) + " must be a safe integer, got " + std::to_string(d));
+  if (!(std::isfinite(d) && std::floor(d) == d && std::fabs(d) <= 9007199254740991.0))
+    throw swerlError(env, "INVALID_ARGUMENT", std::string(name) + " must be a safe integer, got " + std::to_string(d));
   return static_cast<int64_t>(d);
 }
 
 template <typename T>
 inline Napi::TypedArrayOf<T> argTypedArray(const Napi::CallbackInfo& info, size_t i, const char* name,
                                            napi_typedarray_type type, const char* typeName) {
-  Napi::Env env = info.Env();
-  require(env, info.Length() > i && info[i].IsTypedArray() && info[i].As<Napi::TypedArray>().TypedArrayType() == type,
-          std::string(name) + " must be a " + typeName);
+  if (info.Length() <= i || !info[i].IsTypedArray() || info[i].As<Napi::TypedArray>().TypedArrayType() != type)
+    throw swerlError(info.Env(), "INVALID_ARGUMENT", std::string(name) + " must be a " + typeName);
   return info[i].As<Napi::TypedArrayOf<T>>();
 }
 

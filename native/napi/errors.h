@@ -13,6 +13,10 @@ Napi::Error swerlError(Napi::Env env, const char* code, const std::string& messa
 
 /** Throws INVALID_ARGUMENT unless cond. */
 void require(Napi::Env env, bool cond, const std::string& message);
+/** The same for a literal message: nothing is allocated when cond holds. */
+inline void require(Napi::Env env, bool cond, const char* message) {
+  if (!cond) require(env, false, std::string(message));
+}
 
 /** Converts the exception in flight (called from a catch(...) block) into a JS SwerlError. */
 [[noreturn]] void rethrowAsSwerlError(Napi::Env env);

@@ -23,7 +23,9 @@ namespace {
 class NumberWorker : public Napi::AsyncWorker {
  public:
   NumberWorker(Napi::Env env, std::function<double()> fn)
-      : Napi::AsyncWorker(env, "swerl:NumberWorker"), fn_(std::move(fn)), deferred_(Napi::Promise::Deferred::New(env)) {}
+      : Napi::AsyncWorker(env, "swerl:NumberWorker"),
+        fn_(std::move(fn)),
+        deferred_(Napi::Promise::Deferred::New(env)) {}
   Napi::Promise Promise() { return deferred_.Promise(); }
 
   void Execute() override {
@@ -35,9 +37,7 @@ class NumberWorker : public Napi::AsyncWorker {
     }
   }
   void OnOK() override { deferred_.Resolve(Napi::Number::New(Env(), result_)); }
-  void OnError(const Napi::Error&) override {
-    deferred_.Reject(swerlError(Env(), code_.c_str(), message_).Value());
-  }
+  void OnError(const Napi::Error&) override { deferred_.Reject(swerlError(Env(), code_.c_str(), message_).Value()); }
 
  private:
   std::function<double()> fn_;
@@ -92,7 +92,8 @@ Napi::Value MeasurePeakFma(const Napi::CallbackInfo& info) {
     require(info.Env(), info.Length() >= 1 && info[0].IsNumber(), "seconds must be a number");
     double secs = info[0].As<Napi::Number>().DoubleValue();
     int64_t threads = argInteger(info, 1, "threads");
-    require(info.Env(), secs > 0 && secs <= 60 && threads >= 1 && threads <= 1024, "0 < seconds <= 60, 1 <= threads <= 1024");
+    require(info.Env(), secs > 0 && secs <= 60 && threads >= 1 && threads <= 1024,
+            "0 < seconds <= 60, 1 <= threads <= 1024");
     return queue(info.Env(), [=] { return measurePeakFmaGflops(secs, static_cast<int>(threads)); });
   });
 }

@@ -43,20 +43,16 @@ int32_t intOption(Napi::Env env, Napi::Object o, const char* name) {
 class KvCacheWrap : public Napi::ObjectWrap<KvCacheWrap> {
  public:
   static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "NativePagedKvCache",
-                       {InstanceMethod<&KvCacheWrap::CreateSequence>("createSequence"),
-                        InstanceMethod<&KvCacheWrap::Append>("append"),
-                        InstanceMethod<&KvCacheWrap::Commit>("commit"),
-                        InstanceMethod<&KvCacheWrap::Fork>("fork"),
-                        InstanceMethod<&KvCacheWrap::Free>("free"),
-                        InstanceMethod<&KvCacheWrap::Length>("length"),
-                        InstanceMethod<&KvCacheWrap::CommittedLength>("committedLength"),
-                        InstanceMethod<&KvCacheWrap::BlockTable>("blockTable"),
-                        InstanceMethod<&KvCacheWrap::SetWeightVersion>("setWeightVersion"),
-                        InstanceMethod<&KvCacheWrap::Stats>("stats"),
-                        InstanceMethod<&KvCacheWrap::SlotMapping>("slotMapping"),
-                        InstanceMethod<&KvCacheWrap::WriteKv>("writeKv"),
-                        InstanceMethod<&KvCacheWrap::ReadKv>("readKv")});
+    return DefineClass(
+        env, "NativePagedKvCache",
+        {InstanceMethod<&KvCacheWrap::CreateSequence>("createSequence"), InstanceMethod<&KvCacheWrap::Append>("append"),
+         InstanceMethod<&KvCacheWrap::Commit>("commit"), InstanceMethod<&KvCacheWrap::Fork>("fork"),
+         InstanceMethod<&KvCacheWrap::Free>("free"), InstanceMethod<&KvCacheWrap::Length>("length"),
+         InstanceMethod<&KvCacheWrap::CommittedLength>("committedLength"),
+         InstanceMethod<&KvCacheWrap::BlockTable>("blockTable"),
+         InstanceMethod<&KvCacheWrap::SetWeightVersion>("setWeightVersion"),
+         InstanceMethod<&KvCacheWrap::Stats>("stats"), InstanceMethod<&KvCacheWrap::SlotMapping>("slotMapping"),
+         InstanceMethod<&KvCacheWrap::WriteKv>("writeKv"), InstanceMethod<&KvCacheWrap::ReadKv>("readKv")});
   }
 
   // new NativePagedKvCache({numBlocks, blockSize, numLayers, numKvHeads, headDim, dtype, device,
@@ -90,7 +86,8 @@ class KvCacheWrap : public Napi::ObjectWrap<KvCacheWrap> {
   double* out() { return out_.Value().Data(); }
 
   Napi::Value CreateSequence(const Napi::CallbackInfo& info) {
-    return guarded(info.Env(), [&] { return Napi::Number::New(info.Env(), static_cast<double>(cache_->createSequence())); });
+    return guarded(info.Env(),
+                   [&] { return Napi::Number::New(info.Env(), static_cast<double>(cache_->createSequence())); });
   }
 
   // append(seq, tokens: Int32Array) -> cachedTokens; out[0] = newBlocks
@@ -191,8 +188,8 @@ class KvCacheWrap : public Napi::ObjectWrap<KvCacheWrap> {
       require(info.Env(), k.ElementLength() == v.ElementLength() && k.ElementLength() % row == 0,
               "k and v must have the same length, a multiple of numKvHeads * headDim = " + std::to_string(row));
       require(info.Env(), layer >= 0 && layer <= INT32_MAX, "layer must be >= 0");
-      cache_->writeKv(seq, static_cast<int32_t>(layer), start, static_cast<int64_t>(k.ElementLength() / row),
-                      k.Data(), v.Data());
+      cache_->writeKv(seq, static_cast<int32_t>(layer), start, static_cast<int64_t>(k.ElementLength() / row), k.Data(),
+                      v.Data());
       return info.Env().Undefined();
     });
   }

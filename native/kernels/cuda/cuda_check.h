@@ -8,11 +8,11 @@
 
 #include "common/error.h"
 
-#define CUDA_CHECK(call)                                                                                \
-  do {                                                                                                  \
-    cudaError_t err_ = (call);                                                                          \
-    if (err_ != cudaSuccess)                                                                            \
-      throw ::swerl::Error(::swerl::ErrorCode::CudaError, std::string(#call) + " failed: " +            \
-                                                               cudaGetErrorString(err_) + " at " +      \
-                                                               __FILE__ + ":" + std::to_string(__LINE__)); \
+#define CUDA_CHECK(call)                                                                                        \
+  do {                                                                                                          \
+    cudaError_t err_ = (call);                                                                                  \
+    if (err_ != cudaSuccess)                                                                                    \
+      throw ::swerl::Error(::swerl::ErrorCode::CudaError, std::string(#call) +                                  \
+                                                              " failed: " + cudaGetErrorString(err_) + " at " + \
+                                                              __FILE__ + ":" + std::to_string(__LINE__));       \
   } while (0)

@@ -18,11 +18,17 @@ namespace {
 template <typename T>
 __device__ T fromF32(float x);
 template <>
-__device__ float fromF32<float>(float x) { return x; }
+__device__ float fromF32<float>(float x) {
+  return x;
+}
 template <>
-__device__ __half fromF32<__half>(float x) { return __float2half_rn(x); }
+__device__ __half fromF32<__half>(float x) {
+  return __float2half_rn(x);
+}
 template <>
-__device__ __nv_bfloat16 fromF32<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+__device__ __nv_bfloat16 fromF32<__nv_bfloat16>(float x) {
+  return __float2bfloat16_rn(x);
+}
 
 __device__ float toF32(float x) { return x; }
 __device__ float toF32(__half x) { return __half2float(x); }
@@ -81,9 +87,15 @@ class CudaKvStorage final : public KvStorage {
       CUDA_CHECK(cudaMemcpy(rows_, kv == 0 ? k : v, n * geo_.rowElems() * sizeof(float), cudaMemcpyHostToDevice));
       void* page = pages_[2 * layer + kv];
       switch (geo_.dtype) {
-        case KvDtype::F32: launchScatter<float>(page, slotsDev_, n, rows_, geo_.rowElems()); break;
-        case KvDtype::F16: launchScatter<__half>(page, slotsDev_, n, rows_, geo_.rowElems()); break;
-        case KvDtype::Bf16: launchScatter<__nv_bfloat16>(page, slotsDev_, n, rows_, geo_.rowElems()); break;
+        case KvDtype::F32:
+          launchScatter<float>(page, slotsDev_, n, rows_, geo_.rowElems());
+          break;
+        case KvDtype::F16:
+          launchScatter<__half>(page, slotsDev_, n, rows_, geo_.rowElems());
+          break;
+        case KvDtype::Bf16:
+          launchScatter<__nv_bfloat16>(page, slotsDev_, n, rows_, geo_.rowElems());
+          break;
       }
       CUDA_CHECK(cudaGetLastError());
     }
@@ -97,9 +109,15 @@ class CudaKvStorage final : public KvStorage {
     for (int kv = 0; kv < 2; ++kv) {
       const void* page = pages_[2 * layer + kv];
       switch (geo_.dtype) {
-        case KvDtype::F32: launchGather<float>(page, slotsDev_, n, rows_, geo_.rowElems()); break;
-        case KvDtype::F16: launchGather<__half>(page, slotsDev_, n, rows_, geo_.rowElems()); break;
-        case KvDtype::Bf16: launchGather<__nv_bfloat16>(page, slotsDev_, n, rows_, geo_.rowElems()); break;
+        case KvDtype::F32:
+          launchGather<float>(page, slotsDev_, n, rows_, geo_.rowElems());
+          break;
+        case KvDtype::F16:
+          launchGather<__half>(page, slotsDev_, n, rows_, geo_.rowElems());
+          break;
+        case KvDtype::Bf16:
+          launchGather<__nv_bfloat16>(page, slotsDev_, n, rows_, geo_.rowElems());
+          break;
       }
       CUDA_CHECK(cudaGetLastError());
       CUDA_CHECK(cudaMemcpy(kv == 0 ? k : v, rows_, n * geo_.rowElems() * sizeof(float), cudaMemcpyDeviceToHost));
@@ -111,8 +129,8 @@ class CudaKvStorage final : public KvStorage {
     const size_t blockBytes = static_cast<size_t>(geo_.blockSize) * rowBytes;
     for (void* page : pages_) {
       auto* base = static_cast<unsigned char*>(page);
-      CUDA_CHECK(cudaMemcpy(base + dst * blockBytes, base + src * blockBytes, slots * rowBytes,
-                            cudaMemcpyDeviceToDevice));
+      CUDA_CHECK(
+          cudaMemcpy(base + dst * blockBytes, base + src * blockBytes, slots * rowBytes, cudaMemcpyDeviceToDevice));
     }
   }
 
