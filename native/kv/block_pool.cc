@@ -139,7 +139,8 @@ void BlockPool::unregisterOne(int32_t b) {
     if (m.nextSibling >= 0) blocks_[m.nextSibling].prevSibling = m.prevSibling;
   }
   m.prevSibling = m.nextSibling = -1;
-  index_.erase(m.hash, b);
+  const bool indexed = index_.erase(m.hash, b);
+  SWERL_ASSERT(indexed);
   m.registered = false;
   ++m.gen;
   if (m.ref == 0) --cachedFree_;

@@ -170,8 +170,8 @@ class KvCacheWrap : public Napi::ObjectWrap<KvCacheWrap> {
     return guarded(info.Env(), [&] {
       int64_t seq = argInteger(info, 0, "seq"), start = argInteger(info, 1, "start"),
               count = argInteger(info, 2, "count");
-      require(info.Env(), count >= 0 && count <= INT32_MAX, "count must be in [0, 2^31)");
-      cache_->length(seq);  // UNKNOWN_SEQUENCE before allocating
+      require(info.Env(), count >= 0 && start >= 0 && start + count <= cache_->length(seq),
+              "positions [start, start + count) must lie inside the sequence");
       Napi::Int32Array arr = Napi::Int32Array::New(info.Env(), static_cast<size_t>(count));
       cache_->slotMapping(seq, start, count, arr.Data());
       return arr;

@@ -699,54 +699,26 @@ describe('PagedKvCache against the reference model', () => {
     expect(coverage.errors.get('INVALID_ARGUMENT') ?? 0).toBeGreaterThan(20);
   });
 
-  it('matches the model on random command sequences (random KV writes)', () => {
+  /** Runs NUM_RUNS random scenarios of up to 60 commands on the cache and the model. */
+  function checkScenarios(config: fc.Arbitrary<KvModelOptions>, commands: CommandOptions, prefixKv: boolean) {
+    const commandList = fc.array(commandArb(commands), { minLength: 1, maxLength: 60, size: 'max' });
     fc.assert(
-      fc.property(
-        configArb,
-        fc.array(commandArb({ randomWrites: true, maxToken: 3, versionWeight: 1 }), {
-          minLength: 1,
-          maxLength: 60,
-          size: 'max',
-        }),
-        (config, commands) => {
-          runScenario(config, commands, false);
-        },
-      ),
+      fc.property(config, commandList, (cfg, cmds) => {
+        runScenario(cfg, cmds, prefixKv);
+      }),
       { numRuns: NUM_RUNS },
     );
+  }
+
+  it('matches the model on random command sequences (random KV writes)', () => {
+    checkScenarios(configArb, { randomWrites: true, maxToken: 3, versionWeight: 1 }, false);
   });
 
   it('hits, forks and evictions never return wrong KV (KV is a function of the token prefix)', () => {
-    fc.assert(
-      fc.property(
-        configArb,
-        fc.array(commandArb({ randomWrites: false, maxToken: 3, versionWeight: 1 }), {
-          minLength: 1,
-          maxLength: 60,
-          size: 'max',
-        }),
-        (config, commands) => {
-          runScenario(config, commands, true);
-        },
-      ),
-      { numRuns: NUM_RUNS },
-    );
+    checkScenarios(configArb, { randomWrites: false, maxToken: 3, versionWeight: 1 }, true);
   });
 
   it('never hits through a stale parent (re-registered blocks, old children, version changes)', () => {
-    fc.assert(
-      fc.property(
-        staleConfigArb,
-        fc.array(commandArb({ randomWrites: false, maxToken: 1, versionWeight: 3 }), {
-          minLength: 1,
-          maxLength: 60,
-          size: 'max',
-        }),
-        (config, commands) => {
-          runScenario(config, commands, true);
-        },
-      ),
-      { numRuns: NUM_RUNS },
-    );
+    checkScenarios(staleConfigArb, { randomWrites: false, maxToken: 1, versionWeight: 3 }, true);
   });
 });
