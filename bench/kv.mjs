@@ -35,6 +35,7 @@ export async function kvSuite(ctx) {
     ['cross-check', () => crossCheck(meta)],
     ['kv.bookkeeping', () => bookkeeping(ctx, meta, 'chunked')],
     ['kv.bookkeeping.decode', () => bookkeeping(ctx, meta, 'decode')],
+    ['kv.bookkeeping.decode_batch', () => decodeBatch(ctx, meta)],
     ['kv.multiturn', () => multiturn(ctx, meta)],
     ['kv.write', () => writeBench(ctx, meta, 'f32')],
     ['kv.write.bf16', () => writeBench(ctx, meta, 'bf16')],
@@ -109,6 +110,71 @@ async function bookkeeping(ctx, meta, mode) {
     baseline: { ...mJs, evictions: js.stats().evictions },
     goalTokensPerSecond: mode === 'chunked' ? 20e6 : undefined,
   };
+}
+
+const DECODE_SEQS = 64;
+const DECODE_STEPS = 128;
+
+/**
+ * kv.bookkeeping.decode_batch: an engine's decode steps. 64 sequences each get one token per
+ * step through one appendBatch call and one commitBatch call (the KV of the step is written),
+ * for 128 steps; then all are freed. The plain-JS baseline does the same with per-sequence calls
+ * (which cost it nothing: there is no native boundary to cross).
+ * @param {SuiteContext} ctx
+ * @param {Record<string, unknown>} meta
+ */
+async function decodeBatch(ctx, meta) {
+  const name = 'kv.bookkeeping.decode_batch';
+  const steps = randomTokens(mulberry32(5), DECODE_SEQS * DECODE_STEPS, VOCAB);
+  const stepTokens = Array.from({ length: DECODE_STEPS }, (_, i) =>
+    steps.subarray(i * DECODE_SEQS, (i + 1) * DECODE_SEQS),
+  );
+  const geo = { ...BOOK, numBlocks: (DECODE_SEQS * DECODE_STEPS) / BOOK.blockSize + DECODE_SEQS };
+  let iter = 0;
+
+  const nat = new PagedKvCache(geo);
+  const seqIds = new Float64Array(DECODE_SEQS);
+  const native = () => {
+    for (let i = 0; i < DECODE_SEQS; i++) seqIds[i] = nat.createSequence();
+    for (let t = 0; t < DECODE_STEPS; t++) {
+      nat.appendBatch(seqIds, /** @type {Int32Array} */ (stepTokens[t]));
+      nat.commitBatch(seqIds);
+    }
+    for (let i = 0; i < DECODE_SEQS; i++) nat.free(/** @type {number} */ (seqIds[i]));
+  };
+
+  const js = new JsPagedKvCache(geo);
+  /** @type {number[]} */
+  const jsSeqs = new Array(DECODE_SEQS).fill(0);
+  const one = new Int32Array(1);
+  const baseline = () => {
+    for (let i = 0; i < DECODE_SEQS; i++) jsSeqs[i] = js.createSequence();
+    for (let t = 0; t < DECODE_STEPS; t++) {
+      const toks = /** @type {Int32Array} */ (stepTokens[t]);
+      for (let i = 0; i < DECODE_SEQS; i++) {
+        one[0] = /** @type {number} */ (toks[i]) + (iter & 1);
+        js.append(/** @type {number} */ (jsSeqs[i]), one);
+        js.commit(/** @type {number} */ (jsSeqs[i]));
+      }
+    }
+    iter++;
+    for (let i = 0; i < DECODE_SEQS; i++) js.free(/** @type {number} */ (jsSeqs[i]));
+  };
+
+  const opts = ctx.quick ? { time: 150, warmupTime: 50 } : { time: 2500, warmupTime: 500 };
+  progress(`${name}: native (${DECODE_SEQS} sequences per appendBatch)`);
+  const mNative = await measure(`${name} native`, native, opts);
+  progress(`${name}: plain-JS baseline`);
+  const mJs = await measure(`${name} js`, baseline, opts);
+  const rate = (/** @type {import('./lib.mjs').Measurement} */ m) => (DECODE_SEQS * DECODE_STEPS * 1000) / m.periodMs;
+  ctx.report.add({
+    name,
+    value: rate(mNative),
+    unit: 'tokens/s',
+    baseline: { name: 'plain-JS bookkeeping, one call per sequence', value: rate(mJs) },
+    roofline: { value: (ctx.limits.streamGbps * 1e9) / 8, unit: 'tokens/s' },
+  });
+  meta[name] = { sequences: DECODE_SEQS, steps: DECODE_STEPS, native: mNative, baseline: mJs };
 }
 
 /**

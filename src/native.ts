@@ -44,6 +44,9 @@ export interface NativePagedKvCache {
   createSequence(): number;
   /** Returns cachedTokens; out[0] = newBlocks. */
   append(seq: number, tokens: Int32Array): number;
+  /** Returns the total cachedTokens; out[0] = newBlocks; perSequence[i] = cached tokens of seqs[i] if given. */
+  appendBatch(seqs: Float64Array, tokens: Int32Array, counts: Int32Array, perSequence?: Int32Array): number;
+  commitBatch(seqs: Float64Array): void;
   commit(seq: number): void;
   fork(seq: number): number;
   free(seq: number): void;

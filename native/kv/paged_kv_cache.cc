@@ -65,22 +65,19 @@ int64_t PagedKvCache::createSequence() {
   return id;
 }
 
-AppendResult PagedKvCache::append(int64_t seq, const int32_t* tokens, size_t n) {
-  Sequence& s = get(seq);
+void PagedKvCache::checkTokens(const int32_t* tokens, size_t n) const {
   for (size_t i = 0; i < n; ++i)
     SWERL_CHECK(
         tokens[i] >= 0, InvalidArgument,
         "tokens[" + str(static_cast<int64_t>(i)) + "] is " + str(tokens[i]) + "; token ids must be integers >= 0");
+}
+
+PagedKvCache::AppendPlan PagedKvCache::planAppend(Sequence& s, const int32_t* tokens, size_t n) {
   const int64_t bs = blockSize();
   const int64_t len = static_cast<int64_t>(s.tokens.size());
-
-  // Plan without changing anything: which leading full blocks hit, how many blocks are new.
-  const bool lookup = prefixCaching_ && !s.missed;
+  AppendPlan p{&s, tokens, n, hitScratch_.size(), 0, 0, prefixCaching_ && !s.missed};
   int64_t hitTokens = 0;
-  int32_t freeHits = 0;
-  hitScratch_.clear();
-  hashScratch_.clear();
-  if (lookup) {
+  if (p.lookup) {
     SWERL_ASSERT(len % bs == 0 && s.committed == len && s.canon.size() == s.blocks.size());
     int32_t parent = s.canon.empty() ? -1 : s.canon.back();
     uint64_t parentHash = s.hashes.empty() ? kRootBlockHash : s.hashes.back();
@@ -91,32 +88,47 @@ AppendResult PagedKvCache::append(int64_t seq, const int32_t* tokens, size_t n) 
       if (b < 0) break;
       hitScratch_.push_back(b);
       hashScratch_.push_back(h);
-      if (pool_.meta(b).ref == 0) ++freeHits;
       parent = b;
       parentHash = h;
       hitTokens += bs;
     }
   }
+  p.hitEnd = hitScratch_.size();
   const int64_t rest = static_cast<int64_t>(n) - hitTokens;
   const int64_t tailRoom = len % bs == 0 ? 0 : bs - len % bs;
-  const int64_t newBlocks = rest > tailRoom ? (rest - tailRoom + bs - 1) / bs : 0;
-  const int64_t available = pool_.freeCount() - freeHits;
+  p.newBlocks = rest > tailRoom ? (rest - tailRoom + bs - 1) / bs : 0;
+  return p;
+}
+
+void PagedKvCache::checkCapacity(int64_t newBlocks, int64_t tokens) {
+  // Hit blocks that are free now leave the free queue before anything is allocated.
+  freeHitScratch_.clear();
+  for (int32_t b : hitScratch_)
+    if (pool_.meta(b).ref == 0) freeHitScratch_.push_back(b);
+  std::sort(freeHitScratch_.begin(), freeHitScratch_.end());
+  const auto distinct = std::unique(freeHitScratch_.begin(), freeHitScratch_.end()) - freeHitScratch_.begin();
+  const int64_t available = pool_.freeCount() - distinct;
   SWERL_CHECK(newBlocks <= available, KvCacheFull,
-              "KV cache full: appending " + str(static_cast<int64_t>(n)) + " tokens needs " + str(newBlocks) +
-                  " free blocks but only " + str(available) + " are free (" + str(pool_.cachedCount()) +
+              "KV cache full: appending " + str(tokens) + " tokens needs " + str(newBlocks) + " free blocks but only " +
+                  str(available) + " are free (" + str(pool_.cachedCount()) +
                   " of the free blocks hold cached prefixes). Free or preempt sequences, or create the cache "
                   "with more numBlocks.");
+}
 
-  // Reserve first so that nothing below can throw.
-  const size_t hits = hitScratch_.size();
-  reserveMore(s.tokens, n);
-  reserveMore(s.blocks, hits + static_cast<size_t>(newBlocks));
+void PagedKvCache::reserveFor(const AppendPlan& p) {
+  Sequence& s = *p.seq;
+  const size_t hits = p.hitEnd - p.hitBegin;
+  reserveMore(s.tokens, p.n);
+  reserveMore(s.blocks, hits + static_cast<size_t>(p.newBlocks));
   reserveMore(s.hashes, hits);
   reserveMore(s.canon, hits);
   reserveMore(s.canonGen, hits);
+}
 
-  s.tokens.insert(s.tokens.end(), tokens, tokens + n);
-  for (size_t i = 0; i < hits; ++i) {
+void PagedKvCache::applyHits(const AppendPlan& p) {
+  Sequence& s = *p.seq;
+  s.tokens.insert(s.tokens.end(), p.tokens, p.tokens + p.n);
+  for (size_t i = p.hitBegin; i < p.hitEnd; ++i) {
     int32_t b = hitScratch_[i];
     pool_.retain(b);
     s.blocks.push_back(b);
@@ -124,14 +136,64 @@ AppendResult PagedKvCache::append(int64_t seq, const int32_t* tokens, size_t n) 
     s.canon.push_back(b);
     s.canonGen.push_back(pool_.meta(b).gen);
   }
-  for (int64_t i = 0; i < newBlocks; ++i) s.blocks.push_back(pool_.allocate());
-  if (newBlocks > 0) s.missed = true;
-  if (lookup) {
-    queriedTokens_ += static_cast<int64_t>(n);
+}
+
+int64_t PagedKvCache::applyAllocations(const AppendPlan& p) {
+  Sequence& s = *p.seq;
+  for (int64_t i = 0; i < p.newBlocks; ++i) s.blocks.push_back(pool_.allocate());
+  if (p.newBlocks > 0) s.missed = true;
+  const int64_t hitTokens = static_cast<int64_t>(p.hitEnd - p.hitBegin) * blockSize();
+  if (p.lookup) {
+    queriedTokens_ += static_cast<int64_t>(p.n);
     cachedTokens_ += hitTokens;
     s.committed += hitTokens;  // cached KV is already written
   }
-  return AppendResult{hitTokens, newBlocks};
+  return hitTokens;
+}
+
+AppendResult PagedKvCache::append(int64_t seq, const int32_t* tokens, size_t n) {
+  Sequence& s = get(seq);
+  checkTokens(tokens, n);
+  hitScratch_.clear();
+  hashScratch_.clear();
+  const AppendPlan p = planAppend(s, tokens, n);
+  checkCapacity(p.newBlocks, static_cast<int64_t>(n));
+  reserveFor(p);  // the last step that can throw
+  applyHits(p);
+  return AppendResult{applyAllocations(p), p.newBlocks};
+}
+
+int64_t PagedKvCache::appendBatch(const int64_t* seqs, size_t numSeqs, const int32_t* tokens, const int32_t* counts,
+                                  int64_t* cachedTokens) {
+  size_t total = 0;
+  for (size_t i = 0; i < numSeqs; ++i) {
+    SWERL_CHECK(counts[i] >= 0, InvalidArgument, "counts[" + str(static_cast<int64_t>(i)) + "] is negative");
+    total += static_cast<size_t>(counts[i]);
+  }
+  checkTokens(tokens, total);
+  hitScratch_.clear();
+  hashScratch_.clear();
+  plans_.clear();
+  int64_t newBlocks = 0;
+  size_t offset = 0;
+  ++batchStamp_;
+  for (size_t i = 0; i < numSeqs; ++i) {
+    Sequence& s = get(seqs[i]);
+    SWERL_CHECK(
+        s.batchStamp != batchStamp_, InvalidArgument,
+        "appendBatch: sequence " + str(seqs[i]) + " appears twice; give each sequence once with all its tokens");
+    s.batchStamp = batchStamp_;
+    plans_.push_back(planAppend(s, tokens + offset, static_cast<size_t>(counts[i])));
+    newBlocks += plans_.back().newBlocks;
+    offset += static_cast<size_t>(counts[i]);
+  }
+  checkCapacity(newBlocks, static_cast<int64_t>(total));
+  for (const AppendPlan& p : plans_) reserveFor(p);
+  // Every sequence's hits are retained before any block is allocated, so no allocation can evict
+  // a block another sequence of the batch was promised.
+  for (const AppendPlan& p : plans_) applyHits(p);
+  for (size_t i = 0; i < numSeqs; ++i) cachedTokens[i] = applyAllocations(plans_[i]);
+  return newBlocks;
 }
 
 void PagedKvCache::registerCommitted(Sequence& s) {
@@ -172,6 +234,11 @@ void PagedKvCache::commit(int64_t seq) {
   Sequence& s = get(seq);
   s.committed = static_cast<int64_t>(s.tokens.size());
   if (prefixCaching_) registerCommitted(s);
+}
+
+void PagedKvCache::commitBatch(const int64_t* seqs, size_t numSeqs) {
+  for (size_t i = 0; i < numSeqs; ++i) get(seqs[i]);  // all known, or nothing changes
+  for (size_t i = 0; i < numSeqs; ++i) commit(seqs[i]);
 }
 
 int64_t PagedKvCache::fork(int64_t seq) {

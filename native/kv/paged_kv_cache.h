@@ -51,7 +51,17 @@ class PagedKvCache {
 
   int64_t createSequence();
   AppendResult append(int64_t seq, const int32_t* tokens, size_t n);
+  /**
+   * Appends counts[i] tokens (consecutive in `tokens`) to seqs[i] for every i, all or nothing;
+   * sequences must be distinct. Every sequence's prefix hits are taken before any block is
+   * allocated. Writes each sequence's cached tokens to cachedTokens[i]; returns the new blocks.
+   * One call per engine step instead of one per sequence.
+   */
+  int64_t appendBatch(const int64_t* seqs, size_t numSeqs, const int32_t* tokens, const int32_t* counts,
+                      int64_t* cachedTokens);
   void commit(int64_t seq);
+  /** commit() of each sequence; all must exist, or nothing changes. */
+  void commitBatch(const int64_t* seqs, size_t numSeqs);
   int64_t fork(int64_t seq);
   void free(int64_t seq);
   int64_t length(int64_t seq) const;
@@ -77,9 +87,27 @@ class PagedKvCache {
     std::vector<uint64_t> hashes;
     std::vector<int32_t> canon;
     std::vector<uint32_t> canonGen;
-    int64_t committed = 0;  // tokens whose KV has been written
-    bool missed = false;    // allocated a block of its own: no more prefix hits
+    int64_t committed = 0;    // tokens whose KV has been written
+    bool missed = false;      // allocated a block of its own: no more prefix hits
+    uint64_t batchStamp = 0;  // the last appendBatch that named it (duplicate check)
   };
+
+  // An append worked out against the current state; its hits are hitScratch_[hitBegin, hitEnd).
+  struct AppendPlan {
+    Sequence* seq;
+    const int32_t* tokens;
+    size_t n;
+    size_t hitBegin, hitEnd;
+    int64_t newBlocks;
+    bool lookup;
+  };
+
+  void checkTokens(const int32_t* tokens, size_t n) const;
+  AppendPlan planAppend(Sequence& s, const int32_t* tokens, size_t n);  // changes nothing
+  void checkCapacity(int64_t newBlocks, int64_t tokens);                // throws KV_CACHE_FULL
+  void reserveFor(const AppendPlan& p);                                 // may throw bad_alloc only
+  void applyHits(const AppendPlan& p);                                  // nothing below throws
+  int64_t applyAllocations(const AppendPlan& p);                        // returns cached tokens
 
   Sequence& get(int64_t seq);
   const Sequence& get(int64_t seq) const;
@@ -94,8 +122,10 @@ class PagedKvCache {
   int64_t nextSeq_ = 1;
   std::unordered_map<int64_t, Sequence> seqs_;
   int64_t queriedTokens_ = 0, cachedTokens_ = 0;
-  std::vector<int32_t> hitScratch_;
+  std::vector<int32_t> hitScratch_, freeHitScratch_;
   std::vector<uint64_t> hashScratch_;
+  uint64_t batchStamp_ = 0;
+  std::vector<AppendPlan> plans_;
 };
 
 }  // namespace swerl

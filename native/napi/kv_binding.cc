@@ -4,6 +4,7 @@
 // over once at construction, so the hot calls create no JS objects.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kv/paged_kv_cache.h"
 #include "napi/addon_data.h"
@@ -46,8 +47,10 @@ class KvCacheWrap : public Napi::ObjectWrap<KvCacheWrap> {
     return DefineClass(
         env, "NativePagedKvCache",
         {InstanceMethod<&KvCacheWrap::CreateSequence>("createSequence"), InstanceMethod<&KvCacheWrap::Append>("append"),
-         InstanceMethod<&KvCacheWrap::Commit>("commit"), InstanceMethod<&KvCacheWrap::Fork>("fork"),
-         InstanceMethod<&KvCacheWrap::Free>("free"), InstanceMethod<&KvCacheWrap::Length>("length"),
+         InstanceMethod<&KvCacheWrap::AppendBatch>("appendBatch"),
+         InstanceMethod<&KvCacheWrap::CommitBatch>("commitBatch"), InstanceMethod<&KvCacheWrap::Commit>("commit"),
+         InstanceMethod<&KvCacheWrap::Fork>("fork"), InstanceMethod<&KvCacheWrap::Free>("free"),
+         InstanceMethod<&KvCacheWrap::Length>("length"),
          InstanceMethod<&KvCacheWrap::CommittedLength>("committedLength"),
          InstanceMethod<&KvCacheWrap::BlockTable>("blockTable"),
          InstanceMethod<&KvCacheWrap::SetWeightVersion>("setWeightVersion"),
@@ -98,6 +101,59 @@ class KvCacheWrap : public Napi::ObjectWrap<KvCacheWrap> {
       AppendResult r = cache_->append(seq, tokens.Data(), tokens.ElementLength());
       out()[0] = static_cast<double>(r.newBlocks);
       return Napi::Number::New(info.Env(), static_cast<double>(r.cachedTokens));
+    });
+  }
+
+  // Sequence ids from a Float64Array (ids are safe integers, not always int32).
+  static const std::vector<int64_t>& seqIds(const Napi::CallbackInfo& info, size_t i, std::vector<int64_t>& out) {
+    Napi::Float64Array ids = argFloat64Array(info, i, "seqs");
+    out.resize(ids.ElementLength());
+    for (size_t j = 0; j < out.size(); ++j) {
+      double d = ids[j];
+      if (!(std::isfinite(d) && std::floor(d) == d && std::fabs(d) <= 9007199254740991.0))
+        throw swerlError(info.Env(), "INVALID_ARGUMENT", "seqs[" + std::to_string(j) + "] is not a safe integer");
+      out[j] = static_cast<int64_t>(d);
+    }
+    return out;
+  }
+
+  // appendBatch(seqs: Float64Array, tokens: Int32Array, counts: Int32Array, perSeq?: Int32Array)
+  // -> total cached tokens; out[0] = newBlocks; perSeq[i] = cached tokens of seqs[i] when given.
+  // Nothing is allocated per call: this is the engine's per-step path.
+  Napi::Value AppendBatch(const Napi::CallbackInfo& info) {
+    return guarded(info.Env(), [&] {
+      const std::vector<int64_t>& seqs = seqIds(info, 0, seqScratch_);
+      Napi::Int32Array tokens = argInt32Array(info, 1, "tokens"), counts = argInt32Array(info, 2, "counts");
+      require(info.Env(), counts.ElementLength() == seqs.size(), "counts must have one entry per sequence");
+      int64_t total = 0;
+      for (size_t j = 0; j < seqs.size(); ++j) total += counts[j];
+      require(info.Env(), total == static_cast<int64_t>(tokens.ElementLength()),
+              "the counts must add up to tokens.length");
+      int32_t* perSeq = nullptr;
+      if (info.Length() > 3 && !info[3].IsUndefined()) {
+        Napi::Int32Array out = argInt32Array(info, 3, "perSequence");
+        require(info.Env(), out.ElementLength() >= seqs.size(), "perSequence must have one entry per sequence");
+        perSeq = out.Data();
+      }
+      cachedScratch_.resize(seqs.size());
+      int64_t newBlocks =
+          cache_->appendBatch(seqs.data(), seqs.size(), tokens.Data(), counts.Data(), cachedScratch_.data());
+      out()[0] = static_cast<double>(newBlocks);
+      int64_t cached = 0;
+      for (size_t j = 0; j < seqs.size(); ++j) {
+        cached += cachedScratch_[j];
+        if (perSeq) perSeq[j] = static_cast<int32_t>(cachedScratch_[j]);
+      }
+      return Napi::Number::New(info.Env(), static_cast<double>(cached));
+    });
+  }
+
+  // commitBatch(seqs: Float64Array)
+  Napi::Value CommitBatch(const Napi::CallbackInfo& info) {
+    return guarded(info.Env(), [&] {
+      const std::vector<int64_t>& seqs = seqIds(info, 0, seqScratch_);
+      cache_->commitBatch(seqs.data(), seqs.size());
+      return info.Env().Undefined();
     });
   }
 
@@ -215,6 +271,7 @@ class KvCacheWrap : public Napi::ObjectWrap<KvCacheWrap> {
 
   std::unique_ptr<PagedKvCache> cache_;
   Napi::Reference<Napi::Float64Array> out_;
+  std::vector<int64_t> seqScratch_, cachedScratch_;
 };
 
 Napi::Function defineKvCache(Napi::Env env) { return KvCacheWrap::Define(env); }

@@ -78,6 +78,7 @@ export class PagedKvCache {
   readonly prefixCaching: boolean;
   readonly #native: NativePagedKvCache;
   readonly #out = new Float64Array(8);
+  #onesBuf = new Int32Array(64).fill(1);
 
   constructor(options: PagedKvCacheOptions) {
     const o = checkObject('options', options);
@@ -117,6 +118,47 @@ export class PagedKvCache {
     const ids = toTokenArray('tokens', tokens);
     const cachedTokens = this.#native.append(seqId(seq), ids);
     return { cachedTokens, newBlocks: this.#out[0] as number };
+  }
+
+  /**
+   * Appends to many sequences in one call (an engine step): `counts[i]` consecutive tokens of
+   * `tokens` go to `seqs[i]` (default: one token each). All or nothing; sequences must be
+   * distinct; every sequence's prefix hits are taken before any block is allocated. Returns the
+   * totals; pass `cachedPerSequence` to receive each sequence's cached tokens. Allocates nothing
+   * when given typed arrays.
+   */
+  appendBatch(
+    seqs: ArrayLike<number>,
+    tokens: ArrayLike<number>,
+    counts?: ArrayLike<number>,
+    cachedPerSequence?: Int32Array,
+  ): AppendResult {
+    const ids = toSeqIds(seqs);
+    const ts = toTokenArray('tokens', tokens);
+    let cs: Int32Array;
+    if (counts === undefined) {
+      if (ts.length !== ids.length) throw invalidArgument('tokens', `one token per sequence (${ids.length})`, tokens);
+      cs = this.#ones(ids.length);
+    } else {
+      cs = toCounts(counts);
+      if (cs.length !== ids.length) throw invalidArgument('counts', `one count per sequence (${ids.length})`, counts);
+      let total = 0;
+      for (const c of cs) total += c;
+      if (total !== ts.length) throw invalidArgument('tokens', `${total} tokens (the sum of counts)`, tokens);
+    }
+    if (
+      cachedPerSequence !== undefined &&
+      !(cachedPerSequence instanceof Int32Array && cachedPerSequence.length >= ids.length)
+    ) {
+      throw invalidArgument('cachedPerSequence', `an Int32Array of at least ${ids.length} elements`, cachedPerSequence);
+    }
+    const cachedTokens = this.#native.appendBatch(ids, ts, cs, cachedPerSequence);
+    return { cachedTokens, newBlocks: this.#out[0] as number };
+  }
+
+  /** commit() of every sequence in `seqs`; all must exist, or nothing changes. */
+  commitBatch(seqs: ArrayLike<number>): void {
+    this.#native.commitBatch(toSeqIds(seqs));
   }
 
   /** The KV of all tokens appended to `seq` so far is written: its full blocks become hittable. */
@@ -196,6 +238,12 @@ export class PagedKvCache {
     return { k, v };
   }
 
+  /** n ones (a view of a reused buffer). */
+  #ones(n: number): Int32Array {
+    if (this.#onesBuf.length < n) this.#onesBuf = new Int32Array(Math.max(n, 2 * this.#onesBuf.length)).fill(1);
+    return this.#onesBuf.subarray(0, n);
+  }
+
   #layer(layer: number): number {
     return checkInteger('layer', layer, 0, this.numLayers - 1);
   }
@@ -203,4 +251,25 @@ export class PagedKvCache {
 
 function seqId(seq: unknown): number {
   return checkInteger('seq', seq);
+}
+
+function toSeqIds(seqs: unknown): Float64Array {
+  if (seqs instanceof Float64Array) return seqs;
+  if (seqs === null || typeof seqs !== 'object' || typeof (seqs as { length?: unknown }).length !== 'number') {
+    throw invalidArgument('seqs', 'an array of sequence ids', seqs);
+  }
+  const src = seqs as ArrayLike<unknown>;
+  const out = new Float64Array(src.length);
+  for (let i = 0; i < src.length; i++) out[i] = checkInteger(`seqs[${i}]`, src[i]);
+  return out;
+}
+
+function toCounts(counts: unknown): Int32Array {
+  if (counts === null || typeof counts !== 'object' || typeof (counts as { length?: unknown }).length !== 'number') {
+    throw invalidArgument('counts', 'an array of token counts', counts);
+  }
+  const src = counts as ArrayLike<unknown>;
+  const out = new Int32Array(src.length);
+  for (let i = 0; i < src.length; i++) out[i] = checkInteger(`counts[${i}]`, src[i], 0, 0x7fffffff);
+  return out;
 }

@@ -28,6 +28,15 @@ export class KvModelError extends Error {
   }
 }
 
+/** An append worked out against the current state (see KvModel.appendBatch). */
+interface AppendPlan {
+  s: ModelSequence;
+  ids: number[];
+  hits: number[];
+  newBlocks: number;
+  lookup: boolean;
+}
+
 /** Options of {@link KvModel} (the f32 subset of PagedKvCacheOptions; blockSize is required). */
 export interface KvModelOptions {
   numBlocks: number;
@@ -122,11 +131,56 @@ export class KvModel {
 
   append(seq: number, tokens: ArrayLike<number>): { cachedTokens: number; newBlocks: number } {
     const ids = checkTokens(tokens);
-    const s = this.#get(seq);
+    const plan = this.#planAppend(this.#get(seq), ids);
+    this.#checkCapacity([plan]);
+    this.#applyHits(plan);
+    return { cachedTokens: this.#applyAllocations(plan), newBlocks: plan.newBlocks };
+  }
+
+  /**
+   * counts[i] consecutive tokens go to seqs[i] (default one each), all or nothing; every
+   * sequence's hits are taken before any block is allocated.
+   */
+  appendBatch(
+    seqs: ArrayLike<number>,
+    tokens: ArrayLike<number>,
+    counts?: ArrayLike<number>,
+    cachedPerSequence?: Int32Array,
+  ): { cachedTokens: number; newBlocks: number } {
+    const cs = counts === undefined ? Array.from(seqs, () => 1) : Array.from(counts);
+    if (cs.length !== seqs.length || cs.some((c) => !Number.isInteger(c) || c < 0)) {
+      throw new KvModelError('INVALID_ARGUMENT', 'bad counts');
+    }
+    const ids = checkTokens(tokens);
+    if (cs.reduce((a, b) => a + b, 0) !== ids.length) throw new KvModelError('INVALID_ARGUMENT', 'counts sum');
+    const plans: AppendPlan[] = [];
+    const seen = new Set<number>();
+    let offset = 0;
+    for (let i = 0; i < seqs.length; i++) {
+      // In order: an unknown sequence, or one named a second time, stops the batch.
+      const s = this.#get(seqs[i] as number);
+      if (seen.has(seqs[i] as number)) throw new KvModelError('INVALID_ARGUMENT', 'duplicate seq');
+      seen.add(seqs[i] as number);
+      plans.push(this.#planAppend(s, ids.slice(offset, offset + (cs[i] as number))));
+      offset += cs[i] as number;
+    }
+    this.#checkCapacity(plans);
+    for (const p of plans) this.#applyHits(p);
+    const perSeq = plans.map((p) => this.#applyAllocations(p));
+    if (cachedPerSequence) cachedPerSequence.set(perSeq);
+    return { cachedTokens: perSeq.reduce((a, b) => a + b, 0), newBlocks: plans.reduce((a, p) => a + p.newBlocks, 0) };
+  }
+
+  commitBatch(seqs: ArrayLike<number>): void {
+    for (const id of Array.from(seqs)) this.#get(id);
+    for (const id of Array.from(seqs)) this.commit(id);
+  }
+
+  /** Works out an append against the current state without changing anything. */
+  #planAppend(s: ModelSequence, ids: number[]): AppendPlan {
     const bs = this.blockSize;
     const n = ids.length;
     const lookup = this.prefixCaching && !s.missed;
-
     const hits: number[] = [];
     if (lookup && this.#chainValid(s, s.canon.length)) {
       let parent = s.canon.length === 0 ? -1 : (s.canon[s.canon.length - 1] as number);
@@ -137,21 +191,23 @@ export class KvModel {
         parent = b;
       }
     }
-    const hitTokens = hits.length * bs;
-    const rest = n - hitTokens;
+    const rest = n - hits.length * bs;
     const used = s.tokens.length % bs;
     const room = used === 0 ? 0 : bs - used;
     const newBlocks = rest > room ? Math.ceil((rest - room) / bs) : 0;
-    const freeHits = new Set(hits.filter((b) => this.#ref[b] === 0)).size;
+    return { s, ids, hits, newBlocks, lookup };
+  }
+
+  #checkCapacity(plans: AppendPlan[]): void {
+    const newBlocks = plans.reduce((a, p) => a + p.newBlocks, 0);
+    const freeHits = new Set(plans.flatMap((p) => p.hits).filter((b) => this.#ref[b] === 0)).size;
     const available = this.#freeQueue.length - freeHits;
     if (newBlocks > available) {
-      throw new KvModelError(
-        'KV_CACHE_FULL',
-        `append needs ${newBlocks} new blocks, ${available} available (${hits.length} hit blocks)`,
-      );
+      throw new KvModelError('KV_CACHE_FULL', `append needs ${newBlocks} new blocks, ${available} available`);
     }
+  }
 
-    // Apply.
+  #applyHits({ s, ids, hits }: AppendPlan): void {
     s.tokens.push(...ids);
     for (const b of hits) {
       if (this.#ref[b] === 0) this.#removeFromFreeQueue(b);
@@ -160,14 +216,19 @@ export class KvModel {
       s.canon.push(b);
       s.canonGen.push(this.#gen[b] as number);
     }
+  }
+
+  /** Allocates the plan's new blocks and counts its lookup; returns its cached tokens. */
+  #applyAllocations({ s, ids, hits, newBlocks, lookup }: AppendPlan): number {
     for (let i = 0; i < newBlocks; i++) s.blocks.push(this.#allocate());
     if (newBlocks > 0) s.missed = true;
+    const hitTokens = hits.length * this.blockSize;
     if (lookup) {
-      this.#queriedTokens += n;
+      this.#queriedTokens += ids.length;
       this.#cachedTokens += hitTokens;
       s.committed += hitTokens;
     }
-    return { cachedTokens: hitTokens, newBlocks };
+    return hitTokens;
   }
 
   commit(seq: number): void {

@@ -27,6 +27,15 @@ type Command =
       commitAfter: boolean;
     }
   | { t: 'badAppend'; seq: SeqRef; variant: number }
+  | {
+      t: 'batch';
+      /** Sequences of the batch (may repeat, or be dead/unknown: then it must fail as a whole). */
+      seqs: SeqRef[];
+      /** Per sequence: continue it from this history entry (null: no), then extra tokens. */
+      srcs: (number | null)[];
+      extras: number[][];
+      commitAfter: boolean;
+    }
   | { t: 'commit'; seq: SeqRef }
   | { t: 'fork'; seq: SeqRef }
   | { t: 'free'; seq: SeqRef }
@@ -77,6 +86,16 @@ function commandArb({ randomWrites, maxToken, versionWeight }: CommandOptions): 
     {
       weight: 1,
       arbitrary: fc.record({ t: fc.constant('badAppend' as const), seq: seqRefArb, variant: fc.nat(5) }),
+    },
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        t: fc.constant('batch' as const),
+        seqs: fc.array(seqRefArb, { minLength: 1, maxLength: 4 }),
+        srcs: fc.array(srcArb, { minLength: 4, maxLength: 4 }),
+        extras: fc.array(extraArb, { minLength: 4, maxLength: 4 }),
+        commitAfter: fc.boolean(),
+      }),
     },
     { weight: 6, arbitrary: fc.record({ t: fc.constant('commit' as const), seq: seqRefArb }) },
     { weight: 2, arbitrary: fc.record({ t: fc.constant('fork' as const), seq: seqRefArb }) },
@@ -235,6 +254,7 @@ const coverage = {
   full: 0,
   evictions: 0,
   forks: 0,
+  batches: 0,
   errors: new Map<string, number>(),
 };
 
@@ -260,6 +280,22 @@ function runScenario(config: KvModelOptions, commands: Command[], prefixWrites: 
     if (ref.kind === 'dead' && dead.length > 0) return dead[ref.idx % dead.length] as number;
     const unknown = [0, -1, model.peekNextId() + 1, 1_000_000];
     return unknown[ref.idx % unknown.length] as number;
+  };
+
+  /** Tokens to append to id: a continuation (or the start) of a history entry, then extra tokens. */
+  const appendTokens = (id: number, src: number | null, srcBlocks: number, extra: number[]): number[] => {
+    const own = model.liveSequences().includes(id) ? model.tokens(id) : [];
+    const tokens: number[] = [];
+    if (src !== null && (history.length > 0 || model.liveSequences().length > 0)) {
+      const pool = [...history, ...model.liveSequences().map((s) => model.tokens(s))];
+      const from = pool[src % pool.length] as number[];
+      // Continue it when it extends this sequence, else copy its start.
+      const extends_ = own.length <= from.length && own.every((t, i) => t === from[i]);
+      const start = extends_ ? own.length : 0;
+      tokens.push(...from.slice(start, start + srcBlocks * bs));
+    }
+    tokens.push(...extra.slice(0, 3 * bs));
+    return tokens;
   };
 
   const writePrefix = (id: number) => {
@@ -297,19 +333,7 @@ function runScenario(config: KvModelOptions, commands: Command[], prefixWrites: 
         break;
       case 'append': {
         const id = fresh ?? resolve(cmd.seq);
-        const live = model.liveSequences().includes(id);
-        const own = live ? model.tokens(id) : [];
-        const tokens: number[] = [];
-        if (cmd.src !== null && (history.length > 0 || model.liveSequences().length > 0)) {
-          const pool = [...history, ...model.liveSequences().map((s) => model.tokens(s))];
-          const src = pool[cmd.src % pool.length] as number[];
-          // Continue src when it extends this sequence, else copy its start.
-          const extends_ = own.length <= src.length && own.every((t, i) => t === src[i]);
-          const from = extends_ ? own.length : 0;
-          tokens.push(...src.slice(from, from + cmd.srcBlocks * bs));
-        }
-        tokens.push(...cmd.extra.slice(0, 3 * bs));
-        const ids = Int32Array.from(tokens);
+        const ids = Int32Array.from(appendTokens(id, cmd.src, cmd.srcBlocks, cmd.extra));
         m = outcome(() => model.append(id, ids));
         r = outcome(() => real.append(id, ids));
         if (m.ok && (m.value as { cachedTokens: number }).cachedTokens > 0) coverage.hits++;
@@ -317,6 +341,25 @@ function runScenario(config: KvModelOptions, commands: Command[], prefixWrites: 
         if (m.ok && cmd.commitAfter) {
           model.commit(id);
           real.commit(id);
+        }
+        break;
+      }
+      case 'batch': {
+        const ids = cmd.seqs.map(resolve);
+        const lists = ids.map((id, i) => appendTokens(id, cmd.srcs[i] ?? null, 1, cmd.extras[i] ?? []));
+        const tokens = Int32Array.from(lists.flat());
+        const counts = lists.map((l) => l.length);
+        const perModel = new Int32Array(ids.length);
+        const perReal = new Int32Array(ids.length);
+        m = outcome(() => ({ ...model.appendBatch(ids, tokens, counts, perModel), perSeq: Array.from(perModel) }));
+        r = outcome(() => ({ ...real.appendBatch(ids, tokens, counts, perReal), perSeq: Array.from(perReal) }));
+        if (m.ok) {
+          coverage.batches++;
+          if (prefixWrites) for (const id of ids) writePrefix(id);
+          if (cmd.commitAfter) {
+            model.commitBatch(ids);
+            real.commitBatch(ids);
+          }
         }
         break;
       }
@@ -695,6 +738,7 @@ describe('PagedKvCache against the reference model', () => {
     expect(coverage.full).toBeGreaterThan(50);
     expect(coverage.evictions).toBeGreaterThan(50);
     expect(coverage.forks).toBeGreaterThan(50);
+    expect(coverage.batches).toBeGreaterThan(50);
     expect(coverage.errors.get('UNKNOWN_SEQUENCE') ?? 0).toBeGreaterThan(20);
     expect(coverage.errors.get('INVALID_ARGUMENT') ?? 0).toBeGreaterThan(20);
   });

@@ -357,6 +357,63 @@ describe('eviction and a full cache', () => {
   });
 });
 
+describe('appendBatch and commitBatch', () => {
+  it('appends to many sequences in one call, like appends one by one', () => {
+    const kv = cache(8);
+    const a = kv.createSequence();
+    const b = kv.createSequence();
+    kv.append(a, range(3));
+    const r = kv.appendBatch([a, b], [10, 20, 21], [1, 2]);
+    expect(r).toEqual({ cachedTokens: 0, newBlocks: 1 });
+    expect(kv.length(a)).toBe(4);
+    expect(kv.length(b)).toBe(2);
+    expect(kv.appendBatch([a, b], [11, 22]).newBlocks).toBe(1); // one token each by default
+    kv.commitBatch([a, b]);
+    expect(kv.committedLength(a)).toBe(5);
+    expect(kv.committedLength(b)).toBe(3);
+  });
+
+  it('takes every prefix hit of the batch before allocating any block', () => {
+    const kv = cache(3, 2);
+    const a = kv.createSequence();
+    kv.append(a, [1, 1]); // block 0
+    kv.commit(a);
+    kv.free(a); // free queue: 1, 2, 0
+    const d = kv.createSequence();
+    kv.append(d, [7, 7, 8, 8]); // blocks 1, 2
+    kv.commit(d);
+    kv.free(d); // free queue: 0, 2, 1 (block 0 least recently freed, at the front)
+    const b = kv.createSequence();
+    const c = kv.createSequence();
+    // One by one, b's allocation would evict block 0 before c could hit it.
+    const perSequence = new Int32Array(2);
+    const r = kv.appendBatch([b, c], [5, 5, 1, 1], [2, 2], perSequence);
+    expect(r).toEqual({ cachedTokens: 2, newBlocks: 1 });
+    expect(Array.from(perSequence)).toEqual([0, 2]);
+    expect(Array.from(kv.blockTable(c))).toEqual([0]);
+    expect(kv.stats().evictions).toBe(1); // d's last block, not a's
+  });
+
+  it('changes nothing when any part fails', () => {
+    const kv = cache(3);
+    const a = kv.createSequence();
+    const b = kv.createSequence();
+    kv.append(a, range(4));
+    const freed = kv.createSequence();
+    kv.free(freed);
+    const snap = snapshot(kv, [a, b]);
+    expect(codeOf(() => kv.appendBatch([a, freed], [1, 2]))).toBe('UNKNOWN_SEQUENCE');
+    expect(codeOf(() => kv.appendBatch([a, a], [1, 2]))).toBe('INVALID_ARGUMENT');
+    expect(codeOf(() => kv.appendBatch([a, b], [1, -2]))).toBe('INVALID_ARGUMENT');
+    expect(codeOf(() => kv.appendBatch([a, b], [1, 2, 3]))).toBe('INVALID_ARGUMENT');
+    expect(codeOf(() => kv.appendBatch([a, b], [1, 2], [1, -1]))).toBe('INVALID_ARGUMENT');
+    expect(codeOf(() => kv.appendBatch([a, b], range(9), [1, 8]))).toBe('KV_CACHE_FULL');
+    expect(codeOf(() => kv.appendBatch([a, b], [1, 2], undefined, new Int32Array(1)))).toBe('INVALID_ARGUMENT');
+    expect(codeOf(() => kv.commitBatch([a, freed]))).toBe('UNKNOWN_SEQUENCE');
+    expect(snapshot(kv, [a, b])).toEqual(snap);
+  });
+});
+
 describe('KV storage', () => {
   it('writes and reads f32 rows exactly and rejects writes to committed positions', () => {
     const kv = cache(4, 4, { numKvHeads: 2, headDim: 3 });
