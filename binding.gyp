@@ -25,6 +25,7 @@
     {
       "target_name": "swerl",
       "dependencies": ["swerl_avx2"],
+      "libraries": ["-ldl"],
       "sources": [
         "<!@(node -p \"require('./native/sources.json').cpu.join(' ')\")",
         "<!@(node -p \"require('./native/sources.json').noCuda.join(' ')\")"

@@ -18,6 +18,8 @@ export const ErrorCodes = [
   'OUT_OF_MEMORY',
   /** A broken internal invariant: a bug in swerl. */
   'INTERNAL',
+  /** The object was disposed (its native memory released); create a new one. */
+  'DISPOSED',
   /** The native addon could not be found or loaded. */
   'NATIVE_LOAD_FAILED',
 ] as const;

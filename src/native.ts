@@ -59,6 +59,7 @@ export interface NativePagedKvCache {
   slotMapping(seq: number, start: number, count: number): Int32Array;
   writeKv(seq: number, layer: number, start: number, k: Float32Array, v: Float32Array): void;
   readKv(seq: number, layer: number, start: number, count: number): [Float32Array, Float32Array];
+  dispose(): void;
 }
 
 /** Everything the addon exports (native/napi/addon.cc). */

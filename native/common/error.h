@@ -19,6 +19,7 @@ enum class ErrorCode : int {
   CudaError,            // a CUDA runtime call failed
   OutOfMemory,          // a host allocation failed
   Internal,             // a broken invariant: a bug in swerl, please report it
+  Disposed,             // the object's native resources were released with dispose()
   Count
 };
 

@@ -5,6 +5,12 @@
 // measurePeakFma(). src/native.ts declares the same shape as the NativeBinding interface.
 #include <napi.h>
 
+#if defined(__unix__) || defined(__APPLE__)
+#include <dlfcn.h>
+#endif
+
+#include <mutex>
+
 #include "napi/addon_data.h"
 #include "napi/args.h"
 
@@ -23,7 +29,20 @@ static Napi::Value InitErrors(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// Node unloads an addon (dlclose) when the last environment that loaded it, e.g. a worker
+// thread, exits. The kernel thread pool's threads live as long as the process and run code in
+// this library, so it must never be unmapped: take a reference that dlclose cannot drop.
+static void pinLibrary() {
+#if defined(__unix__) || defined(__APPLE__)
+  Dl_info self;
+  if (dladdr(reinterpret_cast<void*>(&pinLibrary), &self) != 0 && self.dli_fname != nullptr)
+    dlopen(self.dli_fname, RTLD_LAZY | RTLD_NODELETE);
+#endif
+}
+
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  static std::once_flag pinned;
+  std::call_once(pinned, pinLibrary);
   auto* data = new AddonData();
   env.SetInstanceData(data);  // deleted by Node when the environment shuts down
   exports.Set("init", Napi::Function::New(env, InitErrors, "init"));

@@ -55,7 +55,8 @@ class KvCacheWrap : public Napi::ObjectWrap<KvCacheWrap> {
          InstanceMethod<&KvCacheWrap::BlockTable>("blockTable"),
          InstanceMethod<&KvCacheWrap::SetWeightVersion>("setWeightVersion"),
          InstanceMethod<&KvCacheWrap::Stats>("stats"), InstanceMethod<&KvCacheWrap::SlotMapping>("slotMapping"),
-         InstanceMethod<&KvCacheWrap::WriteKv>("writeKv"), InstanceMethod<&KvCacheWrap::ReadKv>("readKv")});
+         InstanceMethod<&KvCacheWrap::WriteKv>("writeKv"), InstanceMethod<&KvCacheWrap::ReadKv>("readKv"),
+         InstanceMethod<&KvCacheWrap::Dispose>("dispose")});
   }
 
   // new NativePagedKvCache({numBlocks, blockSize, numLayers, numKvHeads, headDim, dtype, device,
@@ -81,16 +82,44 @@ class KvCacheWrap : public Napi::ObjectWrap<KvCacheWrap> {
       require(env, out.ElementLength() >= kOutSlots, "out must have 8 elements");
       out_ = Napi::Persistent(out);
       cache_ = std::make_unique<PagedKvCache>(opts);
+      // Tell V8 how much host memory this small JS object holds, so that dropped caches are
+      // collected promptly.
+      if (opts.device == Device::Cpu) {
+        const KvGeometry& g = cache_->geometry();
+        externalBytes_ = static_cast<int64_t>(2 * g.numLayers * g.slots() * g.rowElems() * dtypeBytes(g.dtype));
+        Napi::MemoryManagement::AdjustExternalMemory(env, externalBytes_);
+      }
       return 0;
     });
   }
 
+  ~KvCacheWrap() override { release(); }
+
  private:
   double* out() { return out_.Value().Data(); }
 
+  // The cache, or DISPOSED after dispose(). Every method goes through here.
+  PagedKvCache& cache(Napi::Env env) {
+    if (!cache_) throw swerlError(env, "DISPOSED", "this PagedKvCache was disposed; create a new one");
+    return *cache_;
+  }
+
+  void release() {
+    cache_.reset();
+    if (externalBytes_ > 0) Napi::MemoryManagement::AdjustExternalMemory(Env(), -externalBytes_);
+    externalBytes_ = 0;
+  }
+
+  // dispose(): frees the KV pages now instead of at garbage collection; idempotent.
+  Napi::Value Dispose(const Napi::CallbackInfo& info) {
+    release();
+    return info.Env().Undefined();
+  }
+
   Napi::Value CreateSequence(const Napi::CallbackInfo& info) {
-    return guarded(info.Env(),
-                   [&] { return Napi::Number::New(info.Env(), static_cast<double>(cache_->createSequence())); });
+    return guarded(info.Env(), [&] {
+      return Napi::Number::New(info.Env(), static_cast<double>(cache(info.Env()).createSequence()));
+    });
   }
 
   // append(seq, tokens: Int32Array) -> cachedTokens; out[0] = newBlocks
@@ -98,7 +127,7 @@ class KvCacheWrap : public Napi::ObjectWrap<KvCacheWrap> {
     return guarded(info.Env(), [&] {
       int64_t seq = argInteger(info, 0, "seq");
       Napi::Int32Array tokens = argInt32Array(info, 1, "tokens");
-      AppendResult r = cache_->append(seq, tokens.Data(), tokens.ElementLength());
+      AppendResult r = cache(info.Env()).append(seq, tokens.Data(), tokens.ElementLength());
       out()[0] = static_cast<double>(r.newBlocks);
       return Napi::Number::New(info.Env(), static_cast<double>(r.cachedTokens));
     });
@@ -137,7 +166,7 @@ class KvCacheWrap : public Napi::ObjectWrap<KvCacheWrap> {
       }
       cachedScratch_.resize(seqs.size());
       int64_t newBlocks =
-          cache_->appendBatch(seqs.data(), seqs.size(), tokens.Data(), counts.Data(), cachedScratch_.data());
+          cache(info.Env()).appendBatch(seqs.data(), seqs.size(), tokens.Data(), counts.Data(), cachedScratch_.data());
       out()[0] = static_cast<double>(newBlocks);
       int64_t cached = 0;
       for (size_t j = 0; j < seqs.size(); ++j) {
@@ -152,46 +181,47 @@ class KvCacheWrap : public Napi::ObjectWrap<KvCacheWrap> {
   Napi::Value CommitBatch(const Napi::CallbackInfo& info) {
     return guarded(info.Env(), [&] {
       const std::vector<int64_t>& seqs = seqIds(info, 0, seqScratch_);
-      cache_->commitBatch(seqs.data(), seqs.size());
+      cache(info.Env()).commitBatch(seqs.data(), seqs.size());
       return info.Env().Undefined();
     });
   }
 
   Napi::Value Commit(const Napi::CallbackInfo& info) {
     return guarded(info.Env(), [&] {
-      cache_->commit(argInteger(info, 0, "seq"));
+      cache(info.Env()).commit(argInteger(info, 0, "seq"));
       return info.Env().Undefined();
     });
   }
 
   Napi::Value Fork(const Napi::CallbackInfo& info) {
     return guarded(info.Env(), [&] {
-      return Napi::Number::New(info.Env(), static_cast<double>(cache_->fork(argInteger(info, 0, "seq"))));
+      return Napi::Number::New(info.Env(), static_cast<double>(cache(info.Env()).fork(argInteger(info, 0, "seq"))));
     });
   }
 
   Napi::Value Free(const Napi::CallbackInfo& info) {
     return guarded(info.Env(), [&] {
-      cache_->free(argInteger(info, 0, "seq"));
+      cache(info.Env()).free(argInteger(info, 0, "seq"));
       return info.Env().Undefined();
     });
   }
 
   Napi::Value Length(const Napi::CallbackInfo& info) {
     return guarded(info.Env(), [&] {
-      return Napi::Number::New(info.Env(), static_cast<double>(cache_->length(argInteger(info, 0, "seq"))));
+      return Napi::Number::New(info.Env(), static_cast<double>(cache(info.Env()).length(argInteger(info, 0, "seq"))));
     });
   }
 
   Napi::Value CommittedLength(const Napi::CallbackInfo& info) {
     return guarded(info.Env(), [&] {
-      return Napi::Number::New(info.Env(), static_cast<double>(cache_->committedLength(argInteger(info, 0, "seq"))));
+      return Napi::Number::New(info.Env(),
+                               static_cast<double>(cache(info.Env()).committedLength(argInteger(info, 0, "seq"))));
     });
   }
 
   Napi::Value BlockTable(const Napi::CallbackInfo& info) {
     return guarded(info.Env(), [&] {
-      const std::vector<int32_t>& table = cache_->blockTable(argInteger(info, 0, "seq"));
+      const std::vector<int32_t>& table = cache(info.Env()).blockTable(argInteger(info, 0, "seq"));
       Napi::Int32Array arr = Napi::Int32Array::New(info.Env(), table.size());
       std::copy(table.begin(), table.end(), arr.Data());
       return arr;
@@ -200,7 +230,7 @@ class KvCacheWrap : public Napi::ObjectWrap<KvCacheWrap> {
 
   Napi::Value SetWeightVersion(const Napi::CallbackInfo& info) {
     return guarded(info.Env(), [&] {
-      cache_->setWeightVersion(argInteger(info, 0, "version"));
+      cache(info.Env()).setWeightVersion(argInteger(info, 0, "version"));
       return info.Env().Undefined();
     });
   }
@@ -209,7 +239,7 @@ class KvCacheWrap : public Napi::ObjectWrap<KvCacheWrap> {
   // queriedTokens, cachedTokens, evictions
   Napi::Value Stats(const Napi::CallbackInfo& info) {
     return guarded(info.Env(), [&] {
-      KvCacheStats s = cache_->stats();
+      KvCacheStats s = cache(info.Env()).stats();
       double* o = out();
       o[0] = static_cast<double>(s.numBlocks);
       o[1] = static_cast<double>(s.freeBlocks);
@@ -226,10 +256,10 @@ class KvCacheWrap : public Napi::ObjectWrap<KvCacheWrap> {
     return guarded(info.Env(), [&] {
       int64_t seq = argInteger(info, 0, "seq"), start = argInteger(info, 1, "start"),
               count = argInteger(info, 2, "count");
-      require(info.Env(), count >= 0 && start >= 0 && start + count <= cache_->length(seq),
+      require(info.Env(), count >= 0 && start >= 0 && start + count <= cache(info.Env()).length(seq),
               "positions [start, start + count) must lie inside the sequence");
       Napi::Int32Array arr = Napi::Int32Array::New(info.Env(), static_cast<size_t>(count));
-      cache_->slotMapping(seq, start, count, arr.Data());
+      cache(info.Env()).slotMapping(seq, start, count, arr.Data());
       return arr;
     });
   }
@@ -240,12 +270,13 @@ class KvCacheWrap : public Napi::ObjectWrap<KvCacheWrap> {
       int64_t seq = argInteger(info, 0, "seq"), layer = argInteger(info, 1, "layer"),
               start = argInteger(info, 2, "start");
       Napi::Float32Array k = argFloat32Array(info, 3, "k"), v = argFloat32Array(info, 4, "v");
-      const size_t row = cache_->geometry().rowElems();
+      const size_t row = cache(info.Env()).geometry().rowElems();
       require(info.Env(), k.ElementLength() == v.ElementLength() && k.ElementLength() % row == 0,
               "k and v must have the same length, a multiple of numKvHeads * headDim = " + std::to_string(row));
       require(info.Env(), layer >= 0 && layer <= INT32_MAX, "layer must be >= 0");
-      cache_->writeKv(seq, static_cast<int32_t>(layer), start, static_cast<int64_t>(k.ElementLength() / row), k.Data(),
-                      v.Data());
+      cache(info.Env())
+          .writeKv(seq, static_cast<int32_t>(layer), start, static_cast<int64_t>(k.ElementLength() / row), k.Data(),
+                   v.Data());
       return info.Env().Undefined();
     });
   }
@@ -257,11 +288,11 @@ class KvCacheWrap : public Napi::ObjectWrap<KvCacheWrap> {
       int64_t seq = argInteger(info, 0, "seq"), layer = argInteger(info, 1, "layer"),
               start = argInteger(info, 2, "start"), count = argInteger(info, 3, "count");
       require(env, layer >= 0 && layer <= INT32_MAX, "layer must be >= 0");
-      require(env, count >= 0 && start >= 0 && start + count <= cache_->length(seq),
+      require(env, count >= 0 && start >= 0 && start + count <= cache(info.Env()).length(seq),
               "positions [start, start + count) must lie inside the sequence");
-      const size_t n = static_cast<size_t>(count) * cache_->geometry().rowElems();
+      const size_t n = static_cast<size_t>(count) * cache(info.Env()).geometry().rowElems();
       Napi::Float32Array k = Napi::Float32Array::New(env, n), v = Napi::Float32Array::New(env, n);
-      cache_->readKv(seq, static_cast<int32_t>(layer), start, count, k.Data(), v.Data());
+      cache(info.Env()).readKv(seq, static_cast<int32_t>(layer), start, count, k.Data(), v.Data());
       Napi::Array pair = Napi::Array::New(env, 2);
       pair.Set(0u, k);
       pair.Set(1u, v);
@@ -272,6 +303,7 @@ class KvCacheWrap : public Napi::ObjectWrap<KvCacheWrap> {
   std::unique_ptr<PagedKvCache> cache_;
   Napi::Reference<Napi::Float64Array> out_;
   std::vector<int64_t> seqScratch_, cachedScratch_;
+  int64_t externalBytes_ = 0;
 };
 
 Napi::Function defineKvCache(Napi::Env env) { return KvCacheWrap::Define(env); }

@@ -65,6 +65,7 @@ export interface KvCacheStats {
  * - {@link fork} shares full blocks and copies the partial tail block (KV included).
  * - {@link free} keeps committed full blocks cached until they are evicted.
  * - A call that throws changes nothing.
+ * - {@link dispose} releases the native memory at once; otherwise garbage collection does.
  */
 export class PagedKvCache {
   /** Tokens per block. */
@@ -242,6 +243,14 @@ export class PagedKvCache {
   #ones(n: number): Int32Array {
     if (this.#onesBuf.length < n) this.#onesBuf = new Int32Array(Math.max(n, 2 * this.#onesBuf.length)).fill(1);
     return this.#onesBuf.subarray(0, n);
+  }
+
+  /**
+   * Frees the KV pages and bookkeeping now rather than at garbage collection (which Node runs
+   * only when it sees fit). Idempotent; any later call throws SwerlError 'DISPOSED'.
+   */
+  dispose(): void {
+    this.#native.dispose();
   }
 
   #layer(layer: number): number {
