@@ -1,6 +1,10 @@
 // Portable scalar conversions between f32 and the 16-bit float formats (IEEE binary16 "f16" and
 // bfloat16 "bf16"), both rounding to nearest even. The AVX2 paths in kernels/cpu/*_avx2.cc must
 // give bit-identical results (F16C's vcvtps2ph with _MM_FROUND_TO_NEAREST_INT does).
+//
+// Everything here has internal linkage (static): *_avx2.cc files include this header, and an
+// out-of-line copy they compiled with -mavx2 must never be what the linker picks for the
+// portable path (that would be SIGILL on a CPU without AVX2).
 #pragma once
 
 #include <cstdint>
@@ -8,28 +12,28 @@
 
 namespace swerl {
 
-inline uint32_t floatBits(float f) {
+static inline uint32_t floatBits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
   return u;
 }
 
-inline float bitsFloat(uint32_t u) {
+static inline float bitsFloat(uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);
   return f;
 }
 
-inline uint16_t f32ToBf16(float f) {
+static inline uint16_t f32ToBf16(float f) {
   uint32_t u = floatBits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);  // quiet NaN
   u += 0x7fffu + ((u >> 16) & 1u);
   return static_cast<uint16_t>(u >> 16);
 }
 
-inline float bf16ToF32(uint16_t h) { return bitsFloat(static_cast<uint32_t>(h) << 16); }
+static inline float bf16ToF32(uint16_t h) { return bitsFloat(static_cast<uint32_t>(h) << 16); }
 
-inline uint16_t f32ToF16(float f) {
+static inline uint16_t f32ToF16(float f) {
   uint32_t u = floatBits(f);
   uint32_t sign = (u >> 16) & 0x8000u;
   uint32_t abs = u & 0x7fffffffu;
@@ -50,7 +54,7 @@ inline uint16_t f32ToF16(float f) {
   return static_cast<uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
 }
 
-inline float f16ToF32(uint16_t h) {
+static inline float f16ToF32(uint16_t h) {
   uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   uint32_t exp = (h >> 10) & 0x1fu;
   uint32_t mant = h & 0x3ffu;

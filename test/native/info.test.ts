@@ -1,6 +1,6 @@
 // nativeInfo(), the loader, and the CUDA build on a machine without a GPU.
-import { execFileSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -56,6 +56,36 @@ describe('nativeInfo', () => {
       expect((err as SwerlError).code).toBe('CUDA_UNAVAILABLE');
     },
   );
+});
+
+describe('run-time SIMD dispatch', () => {
+  // Objects built with -mavx2 must export only their entry points: a weak (inline or template)
+  // symbol compiled there could be the copy the linker keeps for the portable path too.
+  const objects = (() => {
+    const dir = join(root, 'build', 'cmake', 'CMakeFiles');
+    if (!existsSync(dir)) return [];
+    const found: string[] = [];
+    const walk = (d: string) => {
+      for (const e of readdirSync(d, { withFileTypes: true })) {
+        const p = join(d, e.name);
+        if (e.isDirectory()) walk(p);
+        else if (/_avx2\.cc\.o$/.test(e.name)) found.push(p);
+      }
+    };
+    walk(dir);
+    return found;
+  })();
+  const hasNm = spawnSync('nm', ['--version']).status === 0;
+
+  it.skipIf(objects.length === 0 || !hasNm)('AVX2 objects define no weak symbols', () => {
+    for (const o of objects) {
+      const weak = execFileSync('nm', ['-C', o])
+        .toString()
+        .split('\n')
+        .filter((l) => / [WVu] /.test(l));
+      expect(weak, o).toEqual([]);
+    }
+  });
 });
 
 describe('loader', () => {
