@@ -20,6 +20,8 @@ export const ErrorCodes = [
   'INTERNAL',
   /** The object was disposed (its native memory released); create a new one. */
   'DISPOSED',
+  /** NaN or ±Inf among the logits given to the sampler or a loss; nothing was returned. */
+  'NON_FINITE_LOGITS',
   /** The native addon could not be found or loaded. */
   'NATIVE_LOAD_FAILED',
 ] as const;

@@ -11,3 +11,12 @@ export {
   PagedKvCache,
   type PagedKvCacheOptions,
 } from './kv/paged-kv-cache.js';
+export {
+  type LossAggregation,
+  type PolicyLossConfig,
+  type PolicyLossInputs,
+  type PolicyLossResult,
+  policyLoss,
+  type SftLossResult,
+  sftLoss,
+} from './train/losses.js';

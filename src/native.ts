@@ -62,6 +62,18 @@ export interface NativePagedKvCache {
   dispose(): void;
 }
 
+/** Normalised policy-loss options, every field present. */
+export interface NativePolicyLossConfig {
+  clipLow: number;
+  clipHigh: number;
+  dualClip: number;
+  agg: string;
+  normLength: number;
+  klCoef: number;
+  entropyCoef: number;
+  tisCap: number;
+}
+
 /** Everything the addon exports (native/napi/addon.cc). */
 export interface NativeBinding {
   init(errorClass: typeof SwerlError): void;
@@ -69,6 +81,31 @@ export interface NativeBinding {
   NativePagedKvCache: new (options: NativeKvOptions, out: Float64Array) => NativePagedKvCache;
   measureStreamCopy(bytes: number, reps: number, threads: number): Promise<number>;
   measurePeakFma(seconds: number, threads: number): Promise<number>;
+  policyLoss(
+    logits: Float32Array,
+    vocab: number,
+    targets: Int32Array,
+    oldLogprobs: Float32Array,
+    advantages: Float32Array,
+    mask: Float32Array,
+    seqIds: Int32Array | null,
+    refLogprobs: Float32Array | null,
+    rolloutLogprobs: Float32Array | null,
+    config: NativePolicyLossConfig,
+  ): {
+    loss: number;
+    gradLogits: Float32Array;
+    logprobs: Float32Array;
+    entropy: number;
+    clipFracLow: number;
+    clipFracHigh: number;
+  };
+  sftLoss(
+    logits: Float32Array,
+    vocab: number,
+    targets: Int32Array,
+    mask: Float32Array,
+  ): { loss: number; gradLogits: Float32Array; logprobs: Float32Array };
 }
 
 const packageRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');

@@ -20,6 +20,10 @@ const char* errorCodeName(ErrorCode code) {
       return "OUT_OF_MEMORY";
     case ErrorCode::Internal:
       return "INTERNAL";
+    case ErrorCode::Disposed:
+      return "DISPOSED";
+    case ErrorCode::NonFiniteLogits:
+      return "NON_FINITE_LOGITS";
     case ErrorCode::Count:
       break;
   }

@@ -20,6 +20,7 @@ enum class ErrorCode : int {
   OutOfMemory,          // a host allocation failed
   Internal,             // a broken invariant: a bug in swerl, please report it
   Disposed,             // the object's native resources were released with dispose()
+  NonFiniteLogits,      // NaN or ±Inf in logits given to the sampler or a loss
   Count
 };
 

@@ -1,0 +1,104 @@
+// Row softmax statistics and gradients: portable code and run-time AVX2 dispatch.
+#include "kernels/cpu/row_softmax.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "common/cpu_features.h"
+
+namespace swerl {
+
+double RowSoftmaxStats::lse() const { return static_cast<double>(max) + std::log(sumExp); }
+
+double RowSoftmaxStats::entropy() const { return std::log(sumExp) - sumExpX / sumExp; }
+
+float expNonPositive(float x) {
+  // exp(x) = 2^n · exp(r), x = n·ln2 + r, |r| <= ln2/2; Cephes' expf polynomial for exp(r).
+  if (x < -87.0f) x = -87.0f;
+  const float n = std::nearbyint(x * 1.44269504088896341f);
+  const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float y = p * r * r + r + 1.0f;
+  uint32_t bits;
+  std::memcpy(&bits, &y, 4);
+  bits += static_cast<uint32_t>(static_cast<int32_t>(n)) << 23;
+  float out;
+  std::memcpy(&out, &bits, 4);
+  return out;
+}
+
+namespace {
+
+float rowMaxScalar(const float* x, size_t n, bool& finite) {
+  float m = -std::numeric_limits<float>::infinity();
+  bool ok = true;
+  for (size_t i = 0; i < n; ++i) {
+    ok &= std::isfinite(x[i]);
+    m = x[i] > m ? x[i] : m;
+  }
+  finite = ok;
+  return m;
+}
+
+void rowChunkStatsScalar(const float* x, size_t n, float max, float& sumExp, float& sumExpX) {
+  float s[8] = {0}, q[8] = {0};  // 8 lanes, like the AVX2 path's accumulators
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) {
+      const float d = x[i + l] - max;
+      const float e = expNonPositive(d);
+      s[l] += e;
+      q[l] += e * d;
+    }
+  for (; i < n; ++i) {
+    const float d = x[i] - max;
+    const float e = expNonPositive(d);
+    s[0] += e;
+    q[0] += e * d;
+  }
+  sumExp = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+  sumExpX = ((q[0] + q[1]) + (q[2] + q[3])) + ((q[4] + q[5]) + (q[6] + q[7]));
+}
+
+void rowSoftmaxGradScalar(const float* x, size_t n, float lse, float a, float b, float* out) {
+  for (size_t i = 0; i < n; ++i) {
+    const float d = x[i] - lse;
+    out[i] = expNonPositive(d > 0 ? 0 : d) * (a + b * d);
+  }
+}
+
+}  // namespace
+
+RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n) {
+  const bool avx2 = simdLevel() == SimdLevel::Avx2Fma;
+  RowSoftmaxStats st{};
+  st.max = avx2 ? rowMaxAvx2(x, n, st.finite) : rowMaxScalar(x, n, st.finite);
+  if (!st.finite || n == 0) return st;
+  for (size_t c = 0; c < n; c += kRowChunk) {
+    const size_t len = n - c < kRowChunk ? n - c : kRowChunk;
+    float s, q;
+    if (avx2)
+      rowChunkStatsAvx2(x + c, len, st.max, s, q);
+    else
+      rowChunkStatsScalar(x + c, len, st.max, s, q);
+    st.sumExp += s;
+    st.sumExpX += q;
+  }
+  return st;
+}
+
+void rowSoftmaxGrad(const float* x, size_t n, double lse, float a, float b, float* out) {
+  if (simdLevel() == SimdLevel::Avx2Fma)
+    rowSoftmaxGradAvx2(x, n, static_cast<float>(lse), a, b, out);
+  else
+    rowSoftmaxGradScalar(x, n, static_cast<float>(lse), a, b, out);
+}
+
+}  // namespace swerl

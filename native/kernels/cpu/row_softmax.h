@@ -1,0 +1,42 @@
+// Softmax statistics and gradients of one logits row, shared by the sampler and the losses.
+//
+// A row's statistics are reduced in a fixed order: chunks of kRowChunk elements, each summed in
+// f32 lanes, the chunk partials added in f64 in chunk order. The result depends only on the row
+// (not on threads, batch size or the row's place in a batch), so the logsumexp the sampler
+// reports and the one the losses compute for the same row are bitwise equal.
+#pragma once
+
+#include <cstddef>
+
+namespace swerl {
+
+constexpr size_t kRowChunk = 4096;
+
+struct RowSoftmaxStats {
+  float max;       // max_j x_j
+  double sumExp;   // Σ_j exp(x_j - max)
+  double sumExpX;  // Σ_j exp(x_j - max) · (x_j - max)
+  bool finite;     // every x_j is finite
+  /** logsumexp(x) */
+  double lse() const;
+  /** Entropy of softmax(x): log(sumExp) - sumExpX / sumExp. */
+  double entropy() const;
+};
+
+RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n);
+
+/**
+ * out[j] = p_j · (a + b · (x_j − lse)), p_j = exp(x_j − lse): the gradient of a loss whose
+ * per-row coefficients are a (on p) and b (on p·log p) — see train/losses.cc.
+ */
+void rowSoftmaxGrad(const float* x, size_t n, double lse, float a, float b, float* out);
+
+// Single-threaded kernels; *Avx2 ones only after the run-time check (kernels/cpu/row_softmax_avx2.cc).
+void rowChunkStatsAvx2(const float* x, size_t n, float max, float& sumExp, float& sumExpX);
+float rowMaxAvx2(const float* x, size_t n, bool& finite);
+void rowSoftmaxGradAvx2(const float* x, size_t n, float lse, float a, float b, float* out);
+
+/** exp(x) for x <= 0 (clamped at -87): the polynomial both paths use (relative error < 2e-7). */
+float expNonPositive(float x);
+
+}  // namespace swerl

@@ -1,0 +1,171 @@
+/**
+ * Token losses over logits rows, exact to verl's math (DESIGN.md section 6): the PPO-clip policy
+ * loss with DAPO's asymmetric clip, dual clip, loss aggregation modes, k3 KL, entropy bonus and
+ * truncated importance sampling; and masked cross-entropy for SFT/RFT. Native, multi-threaded,
+ * two reads of each row, the gradient written directly.
+ */
+import { invalidArgument } from '../errors.js';
+import { native } from '../native.js';
+import { checkEnum, checkInteger, checkObject } from '../validate.js';
+
+/** Loss aggregation, as verl's `loss_agg_mode`. */
+export type LossAggregation = 'token-mean' | 'seq-mean-token-mean' | 'seq-mean-token-sum' | 'seq-mean-token-sum-norm';
+
+/** Options of {@link policyLoss}. */
+export interface PolicyLossConfig {
+  /** ε_low of the clip range [1 − ε_low, 1 + ε_high] (default 0.2). */
+  clipLow?: number;
+  /** ε_high, DAPO's clip-higher (default 0.28). */
+  clipHigh?: number;
+  /** Dual-clip constant c > 1 for negative advantages (default 0 = off; verl uses 3). */
+  dualClip?: number;
+  /** Aggregation over tokens (default 'token-mean', as DAPO). */
+  agg?: LossAggregation;
+  /** Dr.GRPO's constant for 'seq-mean-token-sum-norm' (required there). */
+  normLength?: number;
+  /** Weight of the k3 KL penalty against refLogprobs (default 0). */
+  klCoef?: number;
+  /** Weight of the entropy bonus (subtracted; default 0). */
+  entropyCoef?: number;
+  /** Truncated importance sampling cap on exp(old − rollout) logprobs (default 0 = off). */
+  tisCap?: number;
+}
+
+/** Inputs of {@link policyLoss}: row t of logits [T, vocab] scores targets[t]. */
+export interface PolicyLossInputs {
+  logits: Float32Array;
+  vocab: number;
+  targets: Int32Array;
+  oldLogprobs: Float32Array;
+  advantages: Float32Array;
+  mask: Float32Array;
+  /** Sequence of each token, for the seq-mean modes (default: one sequence). */
+  seqIds?: Int32Array;
+  refLogprobs?: Float32Array;
+  rolloutLogprobs?: Float32Array;
+}
+
+/** Result of {@link policyLoss}. */
+export interface PolicyLossResult {
+  loss: number;
+  /** d loss / d logits, [T, vocab]. */
+  gradLogits: Float32Array;
+  /** log p(target) of every row (masked or not). */
+  logprobs: Float32Array;
+  /** Masked mean entropy. */
+  entropy: number;
+  /** Share of masked tokens with A < 0 and ratio < 1 − clipLow. */
+  clipFracLow: number;
+  /** Share of masked tokens with A > 0 and ratio > 1 + clipHigh. */
+  clipFracHigh: number;
+}
+
+/** Result of {@link sftLoss}. */
+export interface SftLossResult {
+  loss: number;
+  gradLogits: Float32Array;
+  logprobs: Float32Array;
+}
+
+const AGGREGATIONS = ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum', 'seq-mean-token-sum-norm'] as const;
+
+/**
+ * The policy-gradient loss: per token ℓ = max(−A·r, −A·clip(r, 1−clipLow, 1+clipHigh)),
+ * r = exp(clamp(logp − old, ±20)), with dual clip min(ℓ, −A·c) for A < 0, times the TIS weight;
+ * aggregated by `agg`, plus klCoef·agg(k3) minus entropyCoef·agg(H). Errors: INVALID_ARGUMENT
+ * for shapes, targets or options; NON_FINITE_LOGITS for NaN or ±Inf logits.
+ */
+export function policyLoss(a: PolicyLossInputs, cfg: PolicyLossConfig = {}): PolicyLossResult {
+  const o = checkObject('inputs', a);
+  const T = checkRows(o);
+  const c = checkObject('config', cfg);
+  const agg = checkEnum('agg', c.agg ?? 'token-mean', AGGREGATIONS);
+  const config = {
+    clipLow: checkNumber('clipLow', c.clipLow ?? 0.2, 0, 1),
+    clipHigh: checkNumber('clipHigh', c.clipHigh ?? 0.28, 0),
+    dualClip: checkNumber('dualClip', c.dualClip ?? 0, 0),
+    agg,
+    normLength: checkNumber('normLength', c.normLength ?? 0, 0),
+    klCoef: checkNumber('klCoef', c.klCoef ?? 0, 0),
+    entropyCoef: checkNumber('entropyCoef', c.entropyCoef ?? 0),
+    tisCap: checkNumber('tisCap', c.tisCap ?? 0, 0),
+  };
+  if (config.dualClip !== 0 && config.dualClip <= 1)
+    throw invalidArgument('dualClip', '0 (off) or > 1', config.dualClip);
+  if (agg === 'seq-mean-token-sum-norm' && config.normLength <= 0) {
+    throw invalidArgument('normLength', "> 0 with agg 'seq-mean-token-sum-norm'", c.normLength);
+  }
+  const seqIds = optionalArray(o, 'seqIds', Int32Array, T);
+  const r = native().policyLoss(
+    o.logits as Float32Array,
+    o.vocab as number,
+    o.targets as Int32Array,
+    requiredFloats(o, 'oldLogprobs', T),
+    requiredFloats(o, 'advantages', T),
+    requiredFloats(o, 'mask', T),
+    seqIds ?? null,
+    optionalArray(o, 'refLogprobs', Float32Array, T) ?? null,
+    optionalArray(o, 'rolloutLogprobs', Float32Array, T) ?? null,
+    config,
+  );
+  return r;
+}
+
+/** Masked mean cross-entropy −Σ m·logp / Σ m (0 when Σ m = 0), its gradient and the logprobs. */
+export function sftLoss(a: {
+  logits: Float32Array;
+  vocab: number;
+  targets: Int32Array;
+  mask: Float32Array;
+}): SftLossResult {
+  const o = checkObject('inputs', a);
+  const T = checkRows(o);
+  return native().sftLoss(
+    o.logits as Float32Array,
+    o.vocab as number,
+    o.targets as Int32Array,
+    requiredFloats(o, 'mask', T),
+  );
+}
+
+function checkRows(o: Record<string, unknown>): number {
+  if (!(o.logits instanceof Float32Array)) throw invalidArgument('logits', 'a Float32Array', o.logits);
+  const vocab = checkInteger('vocab', o.vocab, 1, 0x7fffffff);
+  if (!(o.targets instanceof Int32Array)) throw invalidArgument('targets', 'an Int32Array', o.targets);
+  const T = o.targets.length;
+  if (o.logits.length !== T * vocab) {
+    throw invalidArgument('logits', `[targets.length, vocab] = ${T * vocab} values`, `${o.logits.length} values`);
+  }
+  return T;
+}
+
+function requiredFloats(o: Record<string, unknown>, name: string, T: number): Float32Array {
+  const v = optionalArray(o, name, Float32Array, T);
+  if (v === undefined) throw invalidArgument(name, 'a Float32Array', undefined);
+  return v;
+}
+
+function optionalArray<A extends Float32Array | Int32Array>(
+  o: Record<string, unknown>,
+  name: string,
+  type: { new (n: number): A; name: string },
+  T: number,
+): A | undefined {
+  const v = o[name];
+  if (v === undefined || v === null) return undefined;
+  if (!(v instanceof type) || v.length !== T) throw invalidArgument(name, `a ${type.name} of ${T} values`, v);
+  return v;
+}
+
+function checkNumber(name: string, v: unknown, min = Number.NEGATIVE_INFINITY, max = Number.POSITIVE_INFINITY): number {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) {
+    const range =
+      max === Number.POSITIVE_INFINITY
+        ? min === Number.NEGATIVE_INFINITY
+          ? ''
+          : ` >= ${min}`
+        : ` in [${min}, ${max}]`;
+    throw invalidArgument(name, `a finite number${range}`, v);
+  }
+  return v;
+}
