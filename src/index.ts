@@ -11,6 +11,7 @@ export {
   PagedKvCache,
   type PagedKvCacheOptions,
 } from './kv/paged-kv-cache.js';
+export { type SampleResult, type SamplingParams, sample } from './sample.js';
 export {
   type LossAggregation,
   type PolicyLossConfig,

@@ -100,6 +100,12 @@ export interface NativeBinding {
     clipFracLow: number;
     clipFracHigh: number;
   };
+  sample(
+    logits: Float32Array,
+    vocab: number,
+    params: import('./sample.js').NativeSamplingParams[],
+    positions: Int32Array | null,
+  ): [Int32Array, Float32Array, Float32Array];
   sftLoss(
     logits: Float32Array,
     vocab: number,

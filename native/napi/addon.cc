@@ -2,7 +2,8 @@
 // with the other napi/ files, that knows about Node.
 //
 // Exports: init(SwerlError), nativeInfo(), NativePagedKvCache, measureStreamCopy(),
-// measurePeakFma(), policyLoss(), sftLoss(). src/native.ts declares the same shape as the NativeBinding interface.
+// measurePeakFma(), policyLoss(), sftLoss(), sample(). src/native.ts declares the same shape as the NativeBinding
+// interface.
 #include <napi.h>
 
 #if defined(__unix__) || defined(__APPLE__)
@@ -22,6 +23,7 @@ Napi::Value MeasureStreamCopy(const Napi::CallbackInfo& info);
 Napi::Value MeasurePeakFma(const Napi::CallbackInfo& info);
 Napi::Value PolicyLoss(const Napi::CallbackInfo& info);
 Napi::Value SftLoss(const Napi::CallbackInfo& info);
+Napi::Value Sample(const Napi::CallbackInfo& info);
 
 // init(SwerlError): the JS class native errors are created as; called once by src/native.ts.
 static Napi::Value InitErrors(const Napi::CallbackInfo& info) {
@@ -53,6 +55,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("measurePeakFma", Napi::Function::New(env, MeasurePeakFma, "measurePeakFma"));
   exports.Set("policyLoss", Napi::Function::New(env, PolicyLoss, "policyLoss"));
   exports.Set("sftLoss", Napi::Function::New(env, SftLoss, "sftLoss"));
+  exports.Set("sample", Napi::Function::New(env, Sample, "sample"));
   Napi::Function kv = defineKvCache(env);
   data->kvCacheClass = Napi::Persistent(kv);
   exports.Set("NativePagedKvCache", kv);

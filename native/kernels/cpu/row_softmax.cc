@@ -16,7 +16,7 @@ double RowSoftmaxStats::entropy() const { return std::log(sumExp) - sumExpX / su
 
 float expNonPositive(float x) {
   // exp(x) = 2^n · exp(r), x = n·ln2 + r, |r| <= ln2/2; Cephes' expf polynomial for exp(r).
-  if (x < -87.0f) x = -87.0f;
+  if (!(x >= -87.0f)) return 0.0f;  // also for −Inf
   const float n = std::nearbyint(x * 1.44269504088896341f);
   const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
   float p = 1.9875691500e-4f;
@@ -36,14 +36,16 @@ float expNonPositive(float x) {
 
 namespace {
 
-float rowMaxScalar(const float* x, size_t n, bool& finite) {
+float rowMaxScalar(const float* x, size_t n, bool& finite, bool& noNanOrPosInf) {
   float m = -std::numeric_limits<float>::infinity();
-  bool ok = true;
+  bool ok = true, sane = true;
   for (size_t i = 0; i < n; ++i) {
     ok &= std::isfinite(x[i]);
+    sane &= !(x[i] != x[i]) && x[i] != std::numeric_limits<float>::infinity();
     m = x[i] > m ? x[i] : m;
   }
   finite = ok;
+  noNanOrPosInf = sane;
   return m;
 }
 
@@ -55,13 +57,13 @@ void rowChunkStatsScalar(const float* x, size_t n, float max, float& sumExp, flo
       const float d = x[i + l] - max;
       const float e = expNonPositive(d);
       s[l] += e;
-      q[l] += e * d;
+      q[l] += e * (d > -87.0f ? d : -87.0f);  // e is 0 there; keeps −Inf out of the sum
     }
   for (; i < n; ++i) {
     const float d = x[i] - max;
     const float e = expNonPositive(d);
     s[0] += e;
-    q[0] += e * d;
+    q[0] += e * (d > -87.0f ? d : -87.0f);
   }
   sumExp = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
   sumExpX = ((q[0] + q[1]) + (q[2] + q[3])) + ((q[4] + q[5]) + (q[6] + q[7]));
@@ -79,8 +81,10 @@ void rowSoftmaxGradScalar(const float* x, size_t n, float lse, float a, float b,
 RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n) {
   const bool avx2 = simdLevel() == SimdLevel::Avx2Fma;
   RowSoftmaxStats st{};
-  st.max = avx2 ? rowMaxAvx2(x, n, st.finite) : rowMaxScalar(x, n, st.finite);
-  if (!st.finite || n == 0) return st;
+  bool sane = false;
+  st.max = avx2 ? rowMaxAvx2(x, n, st.finite, sane) : rowMaxScalar(x, n, st.finite, sane);
+  st.valid = n > 0 && sane && st.max > -std::numeric_limits<float>::infinity();
+  if (!st.valid) return st;
   for (size_t c = 0; c < n; c += kRowChunk) {
     const size_t len = n - c < kRowChunk ? n - c : kRowChunk;
     float s, q;
@@ -92,6 +96,26 @@ RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n) {
     st.sumExpX += q;
   }
   return st;
+}
+
+double rowExpScaled(const float* x, size_t n, float max, float scale, float* out) {
+  const bool avx2 = simdLevel() == SimdLevel::Avx2Fma;
+  double sum = 0;
+  for (size_t c = 0; c < n; c += kRowChunk) {
+    const size_t len = n - c < kRowChunk ? n - c : kRowChunk;
+    if (avx2) {
+      sum += rowExpScaledChunkAvx2(x + c, len, max, scale, out + c);
+    } else {
+      float s[8] = {0};
+      for (size_t i = 0; i < len; ++i) {
+        const float e = expNonPositive((x[c + i] - max) * scale);
+        out[c + i] = e;
+        s[i % 8] += e;
+      }
+      sum += ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    }
+  }
+  return sum;
 }
 
 void rowSoftmaxGrad(const float* x, size_t n, double lse, float a, float b, float* out) {

@@ -17,6 +17,7 @@ struct RowSoftmaxStats {
   double sumExp;   // Σ_j exp(x_j - max)
   double sumExpX;  // Σ_j exp(x_j - max) · (x_j - max)
   bool finite;     // every x_j is finite
+  bool valid;      // no NaN or +Inf and not all −Inf: a distribution (−Inf entries have probability 0)
   /** logsumexp(x) */
   double lse() const;
   /** Entropy of softmax(x): log(sumExp) - sumExpX / sumExp. */
@@ -24,6 +25,9 @@ struct RowSoftmaxStats {
 };
 
 RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n);
+
+/** out[j] = exp((x_j − max) · scale) (0 for −Inf x_j); returns Σ out in the fixed chunk order. */
+double rowExpScaled(const float* x, size_t n, float max, float scale, float* out);
 
 /**
  * out[j] = p_j · (a + b · (x_j − lse)), p_j = exp(x_j − lse): the gradient of a loss whose
@@ -33,10 +37,11 @@ void rowSoftmaxGrad(const float* x, size_t n, double lse, float a, float b, floa
 
 // Single-threaded kernels; *Avx2 ones only after the run-time check (kernels/cpu/row_softmax_avx2.cc).
 void rowChunkStatsAvx2(const float* x, size_t n, float max, float& sumExp, float& sumExpX);
-float rowMaxAvx2(const float* x, size_t n, bool& finite);
+float rowMaxAvx2(const float* x, size_t n, bool& finite, bool& noNanOrPosInf);
+float rowExpScaledChunkAvx2(const float* x, size_t n, float max, float scale, float* out);
 void rowSoftmaxGradAvx2(const float* x, size_t n, float lse, float a, float b, float* out);
 
-/** exp(x) for x <= 0 (clamped at -87): the polynomial both paths use (relative error < 2e-7). */
+/** exp(x) for x <= 0, 0 below -87: the polynomial both paths use (relative error < 2e-7). */
 float expNonPositive(float x);
 
 }  // namespace swerl

@@ -11,7 +11,9 @@ namespace swerl {
 
 namespace {
 
+// exp(x) for x <= 0; 0 below -87 and for −Inf, like expNonPositive.
 inline __m256 exp8(__m256 x) {
+  const __m256 under = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_NGE_UQ);
   x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -25,7 +27,7 @@ inline __m256 exp8(__m256 x) {
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
   const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, r), r, r), _mm256_set1_ps(1.0f));
   const __m256i e = _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23);
-  return _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(y), e));
+  return _mm256_andnot_ps(under, _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(y), e)));
 }
 
 inline float hsum(__m256 v) {
@@ -37,28 +39,31 @@ inline float hsum(__m256 v) {
 
 }  // namespace
 
-float rowMaxAvx2(const float* x, size_t n, bool& finite) {
+float rowMaxAvx2(const float* x, size_t n, bool& finite, bool& noNanOrPosInf) {
   const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
   __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  __m256 bad = _mm256_setzero_ps();
+  __m256 bad = _mm256_setzero_ps(), insane = _mm256_setzero_ps();
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256 v = _mm256_loadu_ps(x + i);
     m = _mm256_max_ps(m, v);
-    // |v| < inf is false for ±inf and NaN
+    // |v| < inf is false for ±inf and NaN; v < inf is false for +inf and NaN
     const __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
     bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, inf, _CMP_NLT_UQ));
+    insane = _mm256_or_ps(insane, _mm256_cmp_ps(v, inf, _CMP_NLT_UQ));
   }
   alignas(32) float lanes[8];
   _mm256_store_ps(lanes, m);
   float out = lanes[0];
   for (int l = 1; l < 8; ++l) out = lanes[l] > out ? lanes[l] : out;
-  bool ok = _mm256_movemask_ps(bad) == 0;
+  bool ok = _mm256_movemask_ps(bad) == 0, sane = _mm256_movemask_ps(insane) == 0;
   for (; i < n; ++i) {
     ok &= (x[i] - x[i] == 0.0f);  // false for ±inf and NaN
+    sane &= x[i] < std::numeric_limits<float>::infinity() || x[i] == -std::numeric_limits<float>::infinity();
     out = x[i] > out ? x[i] : out;
   }
   finite = ok;
+  noNanOrPosInf = sane;
   return out;
 }
 
@@ -70,14 +75,14 @@ void rowChunkStatsAvx2(const float* x, size_t n, float max, float& sumExp, float
     const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), m);
     const __m256 e = exp8(d);
     s = _mm256_add_ps(s, e);
-    q = _mm256_fmadd_ps(e, d, q);
+    q = _mm256_fmadd_ps(e, _mm256_max_ps(d, _mm256_set1_ps(-87.0f)), q);  // e is 0 below; no −Inf
   }
   float ts = 0, tq = 0;
   for (; i < n; ++i) {
     const float d = x[i] - max;
     const float e = expNonPositive(d);
     ts += e;
-    tq += e * d;
+    tq += e * (d > -87.0f ? d : -87.0f);
   }
   alignas(32) float ls[8];
   _mm256_store_ps(ls, s);
@@ -89,6 +94,25 @@ void rowChunkStatsAvx2(const float* x, size_t n, float max, float& sumExp, float
   q = _mm256_load_ps(lq);
   sumExp = hsum(s);
   sumExpX = hsum(q);
+}
+
+float rowExpScaledChunkAvx2(const float* x, size_t n, float max, float scale, float* out) {
+  const __m256 m = _mm256_set1_ps(max), sc = _mm256_set1_ps(scale);
+  __m256 s = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = exp8(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), m), sc));
+    _mm256_storeu_ps(out + i, e);
+    s = _mm256_add_ps(s, e);
+  }
+  alignas(32) float l[8];
+  _mm256_store_ps(l, s);
+  for (size_t k = 0; i < n; ++i, ++k) {
+    const float e = expNonPositive((x[i] - max) * scale);
+    out[i] = e;
+    l[k % 8] += e;
+  }
+  return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
 }
 
 void rowSoftmaxGradAvx2(const float* x, size_t n, float lse, float a, float b, float* out) {
@@ -111,8 +135,28 @@ void rowSoftmaxGradAvx2(const float* x, size_t n, float lse, float a, float b, f
 #else  // not x86: never selected at run time
 
 namespace swerl {
-float rowMaxAvx2(const float*, size_t, bool& finite) { return finite = false, 0.0f; }
+float rowMaxAvx2(const float*, size_t, bool& finite, bool& sane) { return finite = sane = false, 0.0f; }
+float rowExpScaledChunkAvx2(const float*, size_t, float, float, float*) { return 0; }
 void rowChunkStatsAvx2(const float*, size_t, float, float&, float&) {}
+float rowExpScaledChunkAvx2(const float* x, size_t n, float max, float scale, float* out) {
+  const __m256 m = _mm256_set1_ps(max), sc = _mm256_set1_ps(scale);
+  __m256 s = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = exp8(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), m), sc));
+    _mm256_storeu_ps(out + i, e);
+    s = _mm256_add_ps(s, e);
+  }
+  alignas(32) float l[8];
+  _mm256_store_ps(l, s);
+  for (size_t k = 0; i < n; ++i, ++k) {
+    const float e = expNonPositive((x[i] - max) * scale);
+    out[i] = e;
+    l[k % 8] += e;
+  }
+  return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
 void rowSoftmaxGradAvx2(const float*, size_t, float, float, float, float*) {}
 }  // namespace swerl
 

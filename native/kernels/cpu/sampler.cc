@@ -1,0 +1,306 @@
+// Batched sampling (see sampler.h).
+//
+// Per row, with y = the penalised logits and e_j = exp((y_j − max y) / T):
+// - every filter keeps a prefix of the order (y descending, index ascending): min-p keeps
+//   e_j ≥ minP, top-k the first k, top-p the shortest prefix whose mass reaches p of the mass
+//   kept so far. A prefix is a Cut: y_j > thr, plus the first `ties` indices with y_j == thr;
+// - prefixes are found with a 2048-bin histogram of y over [min, max] (counts and masses) and a
+//   sort of the one boundary bin;
+// - the token is drawn by inverse CDF over the kept set in index order, with u from
+//   samplingUniform(seed, position); its logprob is (y_tok − max)/T − log(kept mass).
+#include "kernels/cpu/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "common/error.h"
+#include "common/thread_pool.h"
+#include "kernels/cpu/row_softmax.h"
+
+namespace swerl {
+
+namespace {
+
+constexpr int kBins = 2048;
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+struct Cut {
+  float thr = -std::numeric_limits<float>::infinity();
+  size_t ties = std::numeric_limits<size_t>::max();  // all of them
+};
+
+// Per-thread scratch, reused across calls.
+struct Scratch {
+  std::vector<float> y, e;
+  std::vector<int32_t> bin;
+  std::vector<uint32_t> count;
+  std::vector<double> mass;
+  std::vector<int32_t> members;
+};
+
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+class RowSampler {
+ public:
+  RowSampler(const float* y, const float* e, size_t n, float ymax, float ymin, Scratch& s)
+      : y_(y), e_(e), n_(n), s_(s) {
+    const float span = ymax - ymin;
+    scale_ = span > 0 && std::isfinite(span) ? kBins / span : 0;
+    ymax_ = ymax;
+    s_.bin.resize(n);
+    s_.count.assign(kBins, 0);
+    s_.mass.assign(kBins, 0.0);
+    for (size_t j = 0; j < n; ++j) {
+      const int b = binOf(y[j]);
+      s_.bin[j] = b;
+      ++s_.count[b];
+      s_.mass[b] += e[j];
+    }
+  }
+
+  // The first `len` elements of the order.
+  Cut prefixByCount(size_t len, double& mass) {
+    size_t before = 0;
+    double m = 0;
+    int b = 0;
+    for (; b < kBins; ++b) {
+      if (before + s_.count[b] >= len) break;
+      before += s_.count[b];
+      m += s_.mass[b];
+    }
+    sortBin(b);
+    const size_t r = len - before;  // 1..count[b]
+    for (size_t i = 0; i < r; ++i) m += e_[s_.members[i]];
+    mass = m;
+    return cutAt(r);
+  }
+
+  // The shortest prefix within `within` whose mass reaches target.
+  Cut prefixByMass(const Cut& within, double target, double& mass) {
+    double m = 0;
+    for (int b = 0; b < kBins; ++b) {
+      if (!inside(b, within)) break;  // rounding: the whole of `within` is needed
+      if (wholeBinInside(b, within) && m + s_.mass[b] < target) {
+        m += s_.mass[b];
+        continue;
+      }
+      sortBin(b);
+      size_t taken = 0, tiesSeen = 0;
+      for (int32_t j : s_.members) {
+        const bool kept = y_[j] > within.thr || (y_[j] == within.thr && tiesSeen++ < within.ties);
+        if (!kept) break;  // members are sorted: nothing after this one is kept either
+        m += e_[j];
+        ++taken;
+        if (m >= target) break;
+      }
+      SWERL_ASSERT(taken > 0);
+      mass = m;
+      return cutAt(taken);
+    }
+    mass = m;
+    return within;
+  }
+
+  // Inverse-CDF draw over the kept set, in index order.
+  int32_t draw(const Cut& cut, double total, double u) {
+    const double target = u * total;
+    double acc = 0;
+    size_t tiesSeen = 0;
+    int32_t last = -1;
+    for (size_t j = 0; j < n_; ++j) {
+      if (!(y_[j] > cut.thr || (y_[j] == cut.thr && tiesSeen++ < cut.ties))) continue;
+      acc += e_[j];
+      last = static_cast<int32_t>(j);
+      if (acc > target) return last;
+    }
+    return last;  // rounding left u·total just above the running sum
+  }
+
+ private:
+  int binOf(float v) const {
+    if (!(v > -std::numeric_limits<float>::infinity())) return kBins - 1;
+    const float b = (ymax_ - v) * scale_;
+    return b >= kBins - 1 ? kBins - 1 : static_cast<int>(b);
+  }
+
+  // Members of bin b, ordered by (y desc, index asc).
+  void sortBin(int b) {
+    s_.members.clear();
+    for (size_t j = 0; j < n_; ++j)
+      if (s_.bin[j] == b) s_.members.push_back(static_cast<int32_t>(j));
+    std::sort(s_.members.begin(), s_.members.end(),
+              [&](int32_t a, int32_t c) { return y_[a] > y_[c] || (y_[a] == y_[c] && a < c); });
+  }
+
+  // The cut keeping exactly the first r members of the sorted bin (and everything above it).
+  Cut cutAt(size_t r) const {
+    Cut c;
+    c.thr = y_[s_.members[r - 1]];
+    c.ties = 0;
+    for (size_t i = 0; i < r; ++i)
+      if (y_[s_.members[i]] == c.thr) ++c.ties;
+    // Tied elements of higher bins cannot exist: equal values share a bin.
+    return c;
+  }
+
+  bool inside(int b, const Cut& c) const {
+    return c.thr == -std::numeric_limits<float>::infinity() || b <= binOf(c.thr);
+  }
+  bool wholeBinInside(int b, const Cut& c) const {
+    return c.thr == -std::numeric_limits<float>::infinity() || b < binOf(c.thr);
+  }
+
+  const float* y_;
+  const float* e_;
+  size_t n_;
+  Scratch& s_;
+  float ymax_ = 0, scale_ = 0;
+};
+
+std::string rowName(size_t r) { return "row " + std::to_string(r); }
+
+void checkParams(const SamplingParams& p, size_t vocab, size_t r) {
+  SWERL_CHECK(std::isfinite(p.temperature) && p.temperature >= 0, InvalidArgument,
+              rowName(r) + ": temperature must be a finite number >= 0");
+  SWERL_CHECK(p.topK >= 0, InvalidArgument, rowName(r) + ": topK must be >= 0 (0 = off)");
+  SWERL_CHECK(p.topP > 0 && p.topP <= 1, InvalidArgument, rowName(r) + ": topP must be in (0, 1]");
+  SWERL_CHECK(p.minP >= 0 && p.minP <= 1, InvalidArgument, rowName(r) + ": minP must be in [0, 1]");
+  SWERL_CHECK(std::isfinite(p.repetitionPenalty) && p.repetitionPenalty > 0, InvalidArgument,
+              rowName(r) + ": repetitionPenalty must be > 0");
+  SWERL_CHECK(std::isfinite(p.presencePenalty) && std::isfinite(p.frequencyPenalty), InvalidArgument,
+              rowName(r) + ": presencePenalty and frequencyPenalty must be finite");
+  for (size_t i = 0; i < p.numPromptTokens; ++i)
+    SWERL_CHECK(
+        p.promptTokens[i] >= 0 && static_cast<size_t>(p.promptTokens[i]) < vocab, InvalidArgument,
+        rowName(r) + ": promptTokens contains " + std::to_string(p.promptTokens[i]) + ", outside the vocabulary");
+  for (size_t i = 0; i < p.numOutputTokens; ++i)
+    SWERL_CHECK(
+        p.outputTokens[i] >= 0 && static_cast<size_t>(p.outputTokens[i]) < vocab, InvalidArgument,
+        rowName(r) + ": outputTokens contains " + std::to_string(p.outputTokens[i]) + ", outside the vocabulary");
+}
+
+// vLLM's penalties: repetition over prompt and output tokens (divide positive logits, multiply
+// negative ones), then frequency (× count) and presence (once) over output tokens.
+const float* applyPenalties(const float* x, size_t n, const SamplingParams& p, Scratch& s) {
+  if (p.repetitionPenalty == 1 && p.presencePenalty == 0 && p.frequencyPenalty == 0) return x;
+  s.y.assign(x, x + n);
+  float* y = s.y.data();
+  if (p.repetitionPenalty != 1) {
+    s.bin.assign(n, 0);  // seen marks
+    auto mark = [&](const int32_t* t, size_t m) {
+      for (size_t i = 0; i < m; ++i) s.bin[t[i]] = 1;
+    };
+    mark(p.promptTokens, p.numPromptTokens);
+    mark(p.outputTokens, p.numOutputTokens);
+    for (size_t j = 0; j < n; ++j)
+      if (s.bin[j]) y[j] = y[j] > 0 ? y[j] / p.repetitionPenalty : y[j] * p.repetitionPenalty;
+  }
+  if (p.presencePenalty != 0 || p.frequencyPenalty != 0) {
+    s.count.assign(n, 0);
+    for (size_t i = 0; i < p.numOutputTokens; ++i) ++s.count[p.outputTokens[i]];
+    for (size_t i = 0; i < p.numOutputTokens; ++i) {
+      const int32_t t = p.outputTokens[i];
+      if (s.count[t] == 0) continue;
+      y[t] -= p.frequencyPenalty * s.count[t] + p.presencePenalty;
+      s.count[t] = 0;  // once per token
+    }
+  }
+  return y;
+}
+
+// Samples one row; returns false for logits with NaN/+Inf (or nothing finite).
+bool sampleRow(const float* x, size_t n, const SamplingParams& p, int64_t position, SampleResult& out) {
+  const RowSoftmaxStats raw = rowSoftmaxStats(x, n);
+  if (!raw.valid) return false;
+  Scratch& s = scratch();
+  const float* y = applyPenalties(x, n, p, s);
+  const RowSoftmaxStats proc = y == x ? raw : rowSoftmaxStats(y, n);
+  if (!proc.valid) return false;
+
+  int32_t token;
+  double logprob;
+  if (p.temperature == 0) {  // greedy: the first maximum; logprob under softmax of y
+    token = static_cast<int32_t>(std::max_element(y, y + n) - y);
+    logprob = static_cast<double>(y[token]) - proc.lse();
+  } else {
+    const float invT = 1.0f / p.temperature;
+    s.e.resize(n);
+    const double total = rowExpScaled(y, n, proc.max, invT, s.e.data());
+    const double u = samplingUniform(p.seed, position);
+    const size_t k = p.topK > 0 && static_cast<size_t>(p.topK) < n ? static_cast<size_t>(p.topK) : n;
+    size_t keep = k;
+    if (p.minP > 0) {
+      size_t minpCount = 0;
+      for (size_t j = 0; j < n; ++j) minpCount += s.e[j] >= p.minP;
+      keep = std::min(keep, std::max<size_t>(minpCount, 1));
+    }
+    Cut cut;
+    double mass = total;
+    if (keep < n || p.topP < 1) {
+      float ymin = std::numeric_limits<float>::infinity();
+      for (size_t j = 0; j < n; ++j)
+        if (y[j] < ymin && y[j] > -std::numeric_limits<float>::infinity()) ymin = y[j];
+      RowSampler rs(y, s.e.data(), n, proc.max, ymin, s);
+      if (keep < n) cut = rs.prefixByCount(keep, mass);
+      if (p.topP < 1) cut = rs.prefixByMass(cut, p.topP * mass, mass);
+      token = rs.draw(cut, mass, u);
+    } else {
+      // No filter: draw over everything.
+      double acc = 0;
+      token = -1;
+      const double target = u * total;
+      for (size_t j = 0; j < n; ++j) {
+        if (s.e[j] == 0) continue;
+        acc += s.e[j];
+        token = static_cast<int32_t>(j);
+        if (acc > target) break;
+      }
+    }
+    logprob = (static_cast<double>(y[token]) - proc.max) * invT - std::log(mass);
+  }
+  out.token = token;
+  out.logprob = static_cast<float>(logprob);
+  out.rawLogprob = static_cast<float>(static_cast<double>(x[token]) - raw.lse());
+  return true;
+}
+
+}  // namespace
+
+double samplingUniform(uint64_t seed, int64_t position) {
+  const uint64_t h = splitmix64(splitmix64(seed) ^ (static_cast<uint64_t>(position) * 0xd6e8feb86659fd93ull));
+  return static_cast<double>(h >> 11) * (1.0 / 9007199254740992.0);
+}
+
+void sampleRows(const float* logits, size_t rows, size_t vocab, const SamplingParams* params, const int32_t* positions,
+                SampleResult* out) {
+  SWERL_CHECK(vocab >= 1, InvalidArgument, "vocab must be >= 1");
+  for (size_t r = 0; r < rows; ++r) checkParams(params[r], vocab, r);
+  std::vector<char> ok(rows, 1);
+  ThreadPool& pool = ThreadPool::global();
+  const size_t tasks = std::min<size_t>(pool.size(), rows);
+  auto run = [&](size_t begin, size_t end) {
+    for (size_t r = begin; r < end; ++r)
+      ok[r] = sampleRow(logits + r * vocab, vocab, params[r], positions ? positions[r] : 0, out[r]);
+  };
+  if (tasks <= 1 || rows * vocab < 32768) {
+    run(0, rows);
+  } else {
+    pool.run(static_cast<int>(tasks), [&](int t) { run(rows * t / tasks, rows * (t + 1) / tasks); });
+  }
+  for (size_t r = 0; r < rows; ++r)
+    SWERL_CHECK(ok[r], NonFiniteLogits,
+                "logits row " + std::to_string(r) + " contains NaN or +Inf, or no finite value; no token was sampled");
+}
+
+}  // namespace swerl

@@ -1,0 +1,111 @@
+/**
+ * Batched token sampling (DESIGN.md section 6), native and multi-threaded over rows. vLLM's
+ * order: penalties, temperature, min-p, top-k, top-p. Row i depends only on its own logits,
+ * params[i] and positions[i], never on the rest of the batch.
+ */
+import { randomInt } from 'node:crypto';
+import { invalidArgument } from './errors.js';
+import { native } from './native.js';
+import { checkInteger, checkObject, toTokenArray } from './validate.js';
+
+/** How one row is sampled. */
+export interface SamplingParams {
+  /** Softmax temperature (default 1); 0 = greedy (the first maximum). */
+  temperature?: number;
+  /** Keep the k most likely tokens (default 0 = off). */
+  topK?: number;
+  /** Keep the smallest set of most likely tokens whose probability reaches p (default 1 = off). */
+  topP?: number;
+  /** Keep tokens whose probability is at least minP × the largest (default 0 = off). */
+  minP?: number;
+  /** Seed of the row's random draw, an integer in [0, 2^53); random when absent. */
+  seed?: number;
+  /** vLLM's repetition penalty over prompt and output tokens (default 1 = off). */
+  repetitionPenalty?: number;
+  /** Subtracted once from the logit of every token in outputTokens (default 0). */
+  presencePenalty?: number;
+  /** Subtracted per occurrence in outputTokens (default 0). */
+  frequencyPenalty?: number;
+  /** Prompt tokens, for the repetition penalty. */
+  promptTokens?: ArrayLike<number>;
+  /** Tokens generated so far, for all three penalties. */
+  outputTokens?: ArrayLike<number>;
+}
+
+/** Result of {@link sample}, one entry per row. */
+export interface SampleResult {
+  tokens: Int32Array;
+  /**
+   * Log-probability of each token under the distribution actually sampled from (after penalties,
+   * temperature and filters). For greedy rows: under softmax of the penalised logits.
+   */
+  logprobs: Float32Array;
+  /** Log-probability under log_softmax of the raw logits (temperature 1, no filters). */
+  rawLogprobs: Float32Array;
+}
+
+/**
+ * Samples one token per row of `logits` ([params.length, vocab], row-major). Row i uses params[i]
+ * and positions[i] (default 0): the same (seed, position, logits row, params) always gives the
+ * same token. −Inf logits are allowed (probability 0); NaN or +Inf throw NON_FINITE_LOGITS.
+ */
+export function sample(
+  logits: Float32Array,
+  vocab: number,
+  params: SamplingParams[],
+  positions?: Int32Array,
+): SampleResult {
+  if (!(logits instanceof Float32Array)) throw invalidArgument('logits', 'a Float32Array', logits);
+  checkInteger('vocab', vocab, 1, 0x7fffffff);
+  if (!Array.isArray(params)) throw invalidArgument('params', 'an array with one SamplingParams per row', params);
+  if (logits.length !== params.length * vocab) {
+    throw invalidArgument(
+      'logits',
+      `[params.length, vocab] = ${params.length * vocab} values`,
+      `${logits.length} values`,
+    );
+  }
+  if (positions !== undefined && !(positions instanceof Int32Array && positions.length === params.length)) {
+    throw invalidArgument('positions', `an Int32Array of ${params.length} positions`, positions);
+  }
+  const rows = params.map((p, i) => normalize(p, i));
+  const [tokens, logprobs, rawLogprobs] = native().sample(logits, vocab, rows, positions ?? null);
+  return { tokens, logprobs, rawLogprobs };
+}
+
+/** SamplingParams with every field present, as the native sampler takes them. */
+export interface NativeSamplingParams {
+  temperature: number;
+  topK: number;
+  topP: number;
+  minP: number;
+  seed: number;
+  repetitionPenalty: number;
+  presencePenalty: number;
+  frequencyPenalty: number;
+  promptTokens?: Int32Array;
+  outputTokens?: Int32Array;
+}
+
+function normalize(p: unknown, i: number): NativeSamplingParams {
+  const o = checkObject(`params[${i}]`, p ?? {});
+  const num = (name: string, dflt: number, ok: (v: number) => boolean, expected: string): number => {
+    const v = o[name] ?? dflt;
+    if (typeof v !== 'number' || !Number.isFinite(v) || !ok(v))
+      throw invalidArgument(`params[${i}].${name}`, expected, v);
+    return v;
+  };
+  const out: NativeSamplingParams = {
+    temperature: num('temperature', 1, (v) => v >= 0, 'a number >= 0'),
+    topK: checkInteger(`params[${i}].topK`, o.topK ?? 0, 0, 0x7fffffff),
+    topP: num('topP', 1, (v) => v > 0 && v <= 1, 'a number in (0, 1]'),
+    minP: num('minP', 0, (v) => v >= 0 && v <= 1, 'a number in [0, 1]'),
+    seed: o.seed === undefined ? randomInt(2 ** 48 - 1) : checkInteger(`params[${i}].seed`, o.seed, 0),
+    repetitionPenalty: num('repetitionPenalty', 1, (v) => v > 0, 'a number > 0'),
+    presencePenalty: num('presencePenalty', 0, () => true, 'a finite number'),
+    frequencyPenalty: num('frequencyPenalty', 0, () => true, 'a finite number'),
+  };
+  if (o.promptTokens !== undefined) out.promptTokens = toTokenArray(`params[${i}].promptTokens`, o.promptTokens);
+  if (o.outputTokens !== undefined) out.outputTokens = toTokenArray(`params[${i}].outputTokens`, o.outputTokens);
+  return out;
+}
