@@ -98,13 +98,22 @@ RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n) {
   return st;
 }
 
-double rowExpScaled(const float* x, size_t n, float max, float scale, float* out) {
+size_t rowFindFirst(const float* x, size_t n, float v) {
+  if (simdLevel() == SimdLevel::Avx2Fma) return rowFindFirstAvx2(x, n, v);
+  for (size_t i = 0; i < n; ++i)
+    if (x[i] == v) return i;
+  return n;
+}
+
+double rowExpScaled(const float* x, size_t n, float max, float scale, float* out, double* chunkSums) {
   const bool avx2 = simdLevel() == SimdLevel::Avx2Fma;
   double sum = 0;
   for (size_t c = 0; c < n; c += kRowChunk) {
     const size_t len = n - c < kRowChunk ? n - c : kRowChunk;
     if (avx2) {
-      sum += rowExpScaledChunkAvx2(x + c, len, max, scale, out + c);
+      const double part = rowExpScaledChunkAvx2(x + c, len, max, scale, out + c);
+      sum += part;
+      if (chunkSums) chunkSums[c / kRowChunk] = part;
     } else {
       float s[8] = {0};
       for (size_t i = 0; i < len; ++i) {
@@ -112,7 +121,9 @@ double rowExpScaled(const float* x, size_t n, float max, float scale, float* out
         out[c + i] = e;
         s[i % 8] += e;
       }
-      sum += ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+      const double part = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+      sum += part;
+      if (chunkSums) chunkSums[c / kRowChunk] = part;
     }
   }
   return sum;

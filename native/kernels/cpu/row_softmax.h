@@ -26,8 +26,11 @@ struct RowSoftmaxStats {
 
 RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n);
 
-/** out[j] = exp((x_j − max) · scale) (0 for −Inf x_j); returns Σ out in the fixed chunk order. */
-double rowExpScaled(const float* x, size_t n, float max, float scale, float* out);
+/**
+ * out[j] = exp((x_j − max) · scale) (0 for −Inf x_j); returns Σ out in the fixed chunk order.
+ * chunkSums, when given, receives each kRowChunk chunk's sum (ceil(n / kRowChunk) entries).
+ */
+double rowExpScaled(const float* x, size_t n, float max, float scale, float* out, double* chunkSums = nullptr);
 
 /**
  * out[j] = p_j · (a + b · (x_j − lse)), p_j = exp(x_j − lse): the gradient of a loss whose
@@ -40,6 +43,10 @@ void rowChunkStatsAvx2(const float* x, size_t n, float max, float& sumExp, float
 float rowMaxAvx2(const float* x, size_t n, bool& finite, bool& noNanOrPosInf);
 float rowExpScaledChunkAvx2(const float* x, size_t n, float max, float scale, float* out);
 void rowSoftmaxGradAvx2(const float* x, size_t n, float lse, float a, float b, float* out);
+
+/** The first j with x[j] == v, or n. */
+size_t rowFindFirst(const float* x, size_t n, float v);
+size_t rowFindFirstAvx2(const float* x, size_t n, float v);
 
 /** exp(x) for x <= 0, 0 below -87: the polynomial both paths use (relative error < 2e-7). */
 float expNonPositive(float x);

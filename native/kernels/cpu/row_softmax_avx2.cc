@@ -67,10 +67,34 @@ float rowMaxAvx2(const float* x, size_t n, bool& finite, bool& noNanOrPosInf) {
   return out;
 }
 
-void rowChunkStatsAvx2(const float* x, size_t n, float max, float& sumExp, float& sumExpX) {
-  const __m256 m = _mm256_set1_ps(max);
-  __m256 s = _mm256_setzero_ps(), q = _mm256_setzero_ps();
+size_t rowFindFirstAvx2(const float* x, size_t n, float v) {
+  const __m256 vv = _mm256_set1_ps(v);
   size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const int mask = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), vv, _CMP_EQ_OQ));
+    if (mask != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+  }
+  for (; i < n; ++i)
+    if (x[i] == v) return i;
+  return n;
+}
+
+void rowChunkStatsAvx2(const float* x, size_t n, float max, float& sumExp, float& sumExpX) {
+  const __m256 m = _mm256_set1_ps(max), lo = _mm256_set1_ps(-87.0f);
+  __m256 s = _mm256_setzero_ps(), q = _mm256_setzero_ps();
+  __m256 s2 = _mm256_setzero_ps(), q2 = _mm256_setzero_ps();  // a second chain hides add latency
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), m);
+    const __m256 d2 = _mm256_sub_ps(_mm256_loadu_ps(x + i + 8), m);
+    const __m256 e = exp8(d), e2 = exp8(d2);
+    s = _mm256_add_ps(s, e);
+    s2 = _mm256_add_ps(s2, e2);
+    q = _mm256_fmadd_ps(e, _mm256_max_ps(d, lo), q);
+    q2 = _mm256_fmadd_ps(e2, _mm256_max_ps(d2, lo), q2);
+  }
+  s = _mm256_add_ps(s, s2);
+  q = _mm256_add_ps(q, q2);
   for (; i + 8 <= n; i += 8) {
     const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), m);
     const __m256 e = exp8(d);
@@ -137,6 +161,7 @@ void rowSoftmaxGradAvx2(const float* x, size_t n, float lse, float a, float b, f
 namespace swerl {
 float rowMaxAvx2(const float*, size_t, bool& finite, bool& sane) { return finite = sane = false, 0.0f; }
 float rowExpScaledChunkAvx2(const float*, size_t, float, float, float*) { return 0; }
+size_t rowFindFirstAvx2(const float*, size_t n, float) { return n; }
 void rowChunkStatsAvx2(const float*, size_t, float, float&, float&) {}
 float rowExpScaledChunkAvx2(const float* x, size_t n, float max, float scale, float* out) {
   const __m256 m = _mm256_set1_ps(max), sc = _mm256_set1_ps(scale);

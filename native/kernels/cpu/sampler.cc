@@ -40,6 +40,7 @@ struct Cut {
 // Per-thread scratch, reused across calls.
 struct Scratch {
   std::vector<float> y, e;
+  std::vector<double> chunkSums;
   std::vector<int32_t> bin;
   std::vector<uint32_t> count;
   std::vector<double> mass;
@@ -231,12 +232,13 @@ bool sampleRow(const float* x, size_t n, const SamplingParams& p, int64_t positi
   int32_t token;
   double logprob;
   if (p.temperature == 0) {  // greedy: the first maximum; logprob under softmax of y
-    token = static_cast<int32_t>(std::max_element(y, y + n) - y);
+    token = static_cast<int32_t>(rowFindFirst(y, n, proc.max));
     logprob = static_cast<double>(y[token]) - proc.lse();
   } else {
     const float invT = 1.0f / p.temperature;
     s.e.resize(n);
-    const double total = rowExpScaled(y, n, proc.max, invT, s.e.data());
+    s.chunkSums.resize((n + kRowChunk - 1) / kRowChunk);
+    const double total = rowExpScaled(y, n, proc.max, invT, s.e.data(), s.chunkSums.data());
     const double u = samplingUniform(p.seed, position);
     const size_t k = p.topK > 0 && static_cast<size_t>(p.topK) < n ? static_cast<size_t>(p.topK) : n;
     size_t keep = k;
@@ -256,16 +258,26 @@ bool sampleRow(const float* x, size_t n, const SamplingParams& p, int64_t positi
       if (p.topP < 1) cut = rs.prefixByMass(cut, p.topP * mass, mass);
       token = rs.draw(cut, mass, u);
     } else {
-      // No filter: draw over everything.
+      // No filter: find the chunk where the CDF crosses u·total, then the token inside it.
+      const double target = u * total;
+      double before = 0;
+      size_t c = 0;
+      while (c + 1 < s.chunkSums.size() && before + s.chunkSums[c] <= target) before += s.chunkSums[c++];
+      double inChunk = target - before;  // rounding may leave it a hair past the chunk's sum
+      if (s.chunkSums[c] == 0) {         // only when rounding walked past the last token with mass
+        while (c > 0 && s.chunkSums[c] == 0) --c;
+        inChunk = std::numeric_limits<double>::infinity();  // its last token with mass
+      }
+      const size_t begin = c * kRowChunk, end = std::min(n, begin + kRowChunk);
       double acc = 0;
       token = -1;
-      const double target = u * total;
-      for (size_t j = 0; j < n; ++j) {
+      for (size_t j = begin; j < end; ++j) {
         if (s.e[j] == 0) continue;
         acc += s.e[j];
         token = static_cast<int32_t>(j);
-        if (acc > target) break;
+        if (acc > inChunk) break;
       }
+      SWERL_ASSERT(token >= 0);
     }
     logprob = (static_cast<double>(y[token]) - proc.max) * invT - std::log(mass);
   }
