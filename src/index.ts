@@ -13,11 +13,17 @@ export {
 } from './kv/paged-kv-cache.js';
 export { type SampleResult, type SamplingParams, sample } from './sample.js';
 export {
+  type FusedLossOptions,
+  type FusedPolicyLossResult,
+  type FusedSftLossResult,
+  type LmHeadInputs,
   type LossAggregation,
   type PolicyLossConfig,
   type PolicyLossInputs,
   type PolicyLossResult,
   policyLoss,
+  policyLossFused,
   type SftLossResult,
   sftLoss,
+  sftLossFused,
 } from './train/losses.js';

@@ -100,6 +100,40 @@ export interface NativeBinding {
     clipFracLow: number;
     clipFracHigh: number;
   };
+  policyLossFused(
+    hidden: Float32Array,
+    weight: Float32Array,
+    hiddenSize: number,
+    vocab: number,
+    targets: Int32Array,
+    oldLogprobs: Float32Array,
+    advantages: Float32Array,
+    mask: Float32Array,
+    seqIds: Int32Array | null,
+    refLogprobs: Float32Array | null,
+    rolloutLogprobs: Float32Array | null,
+    config: NativePolicyLossConfig,
+    chunkTokens: number,
+  ): {
+    loss: number;
+    gradHidden: Float32Array;
+    gradWeight: Float32Array;
+    logprobs: Float32Array;
+    entropy: number;
+    clipFracLow: number;
+    clipFracHigh: number;
+  };
+  sftLossFused(
+    hidden: Float32Array,
+    weight: Float32Array,
+    hiddenSize: number,
+    vocab: number,
+    targets: Int32Array,
+    mask: Float32Array,
+    chunkTokens: number,
+  ): { loss: number; gradHidden: Float32Array; gradWeight: Float32Array; logprobs: Float32Array };
+  /** C [M, N] = a [M, K] · b ([K, N], or [N, K] when bTransposed). */
+  gemm(a: Float32Array, b: Float32Array, M: number, N: number, K: number, bTransposed: boolean): Float32Array;
   sample(
     logits: Float32Array,
     vocab: number,

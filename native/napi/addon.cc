@@ -2,7 +2,8 @@
 // with the other napi/ files, that knows about Node.
 //
 // Exports: init(SwerlError), nativeInfo(), NativePagedKvCache, measureStreamCopy(),
-// measurePeakFma(), policyLoss(), sftLoss(), sample(). src/native.ts declares the same shape as the NativeBinding
+// measurePeakFma(), policyLoss(), sftLoss(), sample(), policyLossFused(), sftLossFused(),
+// gemm(). src/native.ts declares the same shape as the NativeBinding
 // interface.
 #include <napi.h>
 
@@ -24,6 +25,9 @@ Napi::Value MeasurePeakFma(const Napi::CallbackInfo& info);
 Napi::Value PolicyLoss(const Napi::CallbackInfo& info);
 Napi::Value SftLoss(const Napi::CallbackInfo& info);
 Napi::Value Sample(const Napi::CallbackInfo& info);
+Napi::Value PolicyLossFused(const Napi::CallbackInfo& info);
+Napi::Value SftLossFused(const Napi::CallbackInfo& info);
+Napi::Value Gemm(const Napi::CallbackInfo& info);
 
 // init(SwerlError): the JS class native errors are created as; called once by src/native.ts.
 static Napi::Value InitErrors(const Napi::CallbackInfo& info) {
@@ -56,6 +60,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("policyLoss", Napi::Function::New(env, PolicyLoss, "policyLoss"));
   exports.Set("sftLoss", Napi::Function::New(env, SftLoss, "sftLoss"));
   exports.Set("sample", Napi::Function::New(env, Sample, "sample"));
+  exports.Set("policyLossFused", Napi::Function::New(env, PolicyLossFused, "policyLossFused"));
+  exports.Set("sftLossFused", Napi::Function::New(env, SftLossFused, "sftLossFused"));
+  exports.Set("gemm", Napi::Function::New(env, Gemm, "gemm"));
   Napi::Function kv = defineKvCache(env);
   data->kvCacheClass = Napi::Persistent(kv);
   exports.Set("NativePagedKvCache", kv);

@@ -2,8 +2,10 @@
 // validates first; the checks here only keep a bypassing caller from crashing the process.
 #include <string>
 
+#include "kernels/cpu/gemm.h"
 #include "napi/args.h"
 #include "napi/errors.h"
+#include "train/fused_lm_head_loss.h"
 #include "train/losses.h"
 
 namespace swerl::napi {
@@ -40,6 +42,37 @@ Napi::Object resultObject(Napi::Env env, double loss, Napi::Float32Array grad, N
   return o;
 }
 
+PolicyLossConfig parseConfig(Napi::Object c) {
+  PolicyLossConfig cfg;
+  cfg.clipLow = static_cast<float>(numberField(c, "clipLow"));
+  cfg.clipHigh = static_cast<float>(numberField(c, "clipHigh"));
+  cfg.dualClip = static_cast<float>(numberField(c, "dualClip"));
+  cfg.normLength = numberField(c, "normLength");
+  cfg.klCoef = static_cast<float>(numberField(c, "klCoef"));
+  cfg.entropyCoef = static_cast<float>(numberField(c, "entropyCoef"));
+  cfg.tisCap = static_cast<float>(numberField(c, "tisCap"));
+  require(c.Env(), c.Get("agg").IsString(), "config.agg must be a string");
+  cfg.agg = parseLossAgg(c.Get("agg").As<Napi::String>().Utf8Value());
+  return cfg;
+}
+
+// Per-token inputs at info[first..first+5]: oldLogprobs, advantages, mask, seqIds, refLogprobs,
+// rolloutLogprobs.
+void readPolicyTokens(const Napi::CallbackInfo& info, size_t first, size_t T, PolicyLossInputs& in) {
+  Napi::Env env = info.Env();
+  in.oldLogprobs = optionalFloats(info, first, "oldLogprobs", T);
+  in.advantages = optionalFloats(info, first + 1, "advantages", T);
+  in.mask = optionalFloats(info, first + 2, "mask", T);
+  require(env, in.oldLogprobs && in.advantages && in.mask, "oldLogprobs, advantages and mask are required");
+  if (info.Length() > first + 3 && !info[first + 3].IsNull() && !info[first + 3].IsUndefined()) {
+    Napi::Int32Array ids = argInt32Array(info, first + 3, "seqIds");
+    require(env, ids.ElementLength() == T, "seqIds must have one entry per token");
+    in.seqIds = ids.Data();
+  }
+  in.refLogprobs = optionalFloats(info, first + 4, "refLogprobs", T);
+  in.rolloutLogprobs = optionalFloats(info, first + 5, "rolloutLogprobs", T);
+}
+
 }  // namespace
 
 // policyLoss(logits, vocab, targets, oldLogprobs, advantages, mask, seqIds|null, refLogprobs|null,
@@ -56,29 +89,9 @@ Napi::Value PolicyLoss(const Napi::CallbackInfo& info) {
     in.tokens = T;
     in.vocab = static_cast<size_t>(vocab);
     in.targets = targets.Data();
-    in.oldLogprobs = optionalFloats(info, 3, "oldLogprobs", T);
-    in.advantages = optionalFloats(info, 4, "advantages", T);
-    in.mask = optionalFloats(info, 5, "mask", T);
-    require(env, in.oldLogprobs && in.advantages && in.mask, "oldLogprobs, advantages and mask are required");
-    if (info.Length() > 6 && !info[6].IsNull() && !info[6].IsUndefined()) {
-      Napi::Int32Array ids = argInt32Array(info, 6, "seqIds");
-      require(env, ids.ElementLength() == T, "seqIds must have one entry per token");
-      in.seqIds = ids.Data();
-    }
-    in.refLogprobs = optionalFloats(info, 7, "refLogprobs", T);
-    in.rolloutLogprobs = optionalFloats(info, 8, "rolloutLogprobs", T);
+    readPolicyTokens(info, 3, T, in);
     require(env, info.Length() > 9 && info[9].IsObject(), "config must be an object");
-    Napi::Object c = info[9].As<Napi::Object>();
-    PolicyLossConfig cfg;
-    cfg.clipLow = static_cast<float>(numberField(c, "clipLow"));
-    cfg.clipHigh = static_cast<float>(numberField(c, "clipHigh"));
-    cfg.dualClip = static_cast<float>(numberField(c, "dualClip"));
-    cfg.normLength = numberField(c, "normLength");
-    cfg.klCoef = static_cast<float>(numberField(c, "klCoef"));
-    cfg.entropyCoef = static_cast<float>(numberField(c, "entropyCoef"));
-    cfg.tisCap = static_cast<float>(numberField(c, "tisCap"));
-    require(env, c.Get("agg").IsString(), "config.agg must be a string");
-    cfg.agg = parseLossAgg(c.Get("agg").As<Napi::String>().Utf8Value());
+    const PolicyLossConfig cfg = parseConfig(info[9].As<Napi::Object>());
     Napi::Float32Array grad = Napi::Float32Array::New(env, T * in.vocab);
     Napi::Float32Array logprobs = Napi::Float32Array::New(env, T);
     const PolicyLossResult r = policyLoss(in, cfg, grad.Data(), logprobs.Data());
@@ -105,6 +118,89 @@ Napi::Value SftLoss(const Napi::CallbackInfo& info) {
     const double loss =
         sftLoss(logits.Data(), T, static_cast<size_t>(vocab), targets.Data(), mask, grad.Data(), logprobs.Data());
     return resultObject(env, loss, grad, logprobs);
+  });
+}
+
+// The LM-head arguments at info[0..3]: hidden [T, H], weight [V, H], hiddenSize, vocab; T from targets.
+static LmHead readLmHead(const Napi::CallbackInfo& info, size_t T, size_t chunkArg) {
+  Napi::Env env = info.Env();
+  Napi::Float32Array hidden = argFloat32Array(info, 0, "hidden"), weight = argFloat32Array(info, 1, "weight");
+  const int64_t H = argInteger(info, 2, "hiddenSize"), V = argInteger(info, 3, "vocab");
+  require(env, H >= 1 && V >= 1, "hiddenSize and vocab must be >= 1");
+  require(env, hidden.ElementLength() == T * static_cast<size_t>(H), "hidden must be [targets.length, hiddenSize]");
+  require(env, weight.ElementLength() == static_cast<size_t>(V * H), "weight must be [vocab, hiddenSize]");
+  const int64_t chunk = argInteger(info, chunkArg, "chunkTokens");
+  require(env, chunk >= 1, "chunkTokens must be >= 1");
+  return LmHead{hidden.Data(),          weight.Data(),          T,
+                static_cast<size_t>(H), static_cast<size_t>(V), static_cast<size_t>(chunk)};
+}
+
+static Napi::Object fusedResult(Napi::Env env, const LmHead& h, TokenLoss& loss) {
+  Napi::Float32Array dHidden = Napi::Float32Array::New(env, h.tokens * h.hiddenSize);
+  Napi::Float32Array dWeight = Napi::Float32Array::New(env, h.vocab * h.hiddenSize);  // zero-filled
+  Napi::Float32Array logprobs = Napi::Float32Array::New(env, h.tokens);
+  fusedLmHeadLoss(h, loss, dHidden.Data(), dWeight.Data(), logprobs.Data());
+  const PolicyLossResult r = loss.result();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("loss", r.loss);
+  o.Set("gradHidden", dHidden);
+  o.Set("gradWeight", dWeight);
+  o.Set("logprobs", logprobs);
+  o.Set("entropy", r.entropy);
+  o.Set("clipFracLow", r.clipFracLow);
+  o.Set("clipFracHigh", r.clipFracHigh);
+  return o;
+}
+
+// policyLossFused(hidden, weight, hiddenSize, vocab, targets, oldLogprobs, advantages, mask, seqIds|null,
+//                 refLogprobs|null, rolloutLogprobs|null, config, chunkTokens)
+Napi::Value PolicyLossFused(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&]() -> Napi::Value {
+    Napi::Int32Array targets = argInt32Array(info, 4, "targets");
+    const size_t T = targets.ElementLength();
+    const LmHead h = readLmHead(info, T, 12);
+    PolicyLossInputs in{};
+    in.tokens = T;
+    in.vocab = h.vocab;
+    in.targets = targets.Data();
+    readPolicyTokens(info, 5, T, in);
+    require(env, info.Length() > 11 && info[11].IsObject(), "config must be an object");
+    TokenLoss loss(in, parseConfig(info[11].As<Napi::Object>()));
+    return fusedResult(env, h, loss);
+  });
+}
+
+// sftLossFused(hidden, weight, hiddenSize, vocab, targets, mask, chunkTokens)
+Napi::Value SftLossFused(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&]() -> Napi::Value {
+    Napi::Int32Array targets = argInt32Array(info, 4, "targets");
+    const size_t T = targets.ElementLength();
+    const LmHead h = readLmHead(info, T, 6);
+    const float* mask = optionalFloats(info, 5, "mask", T);
+    require(env, mask != nullptr, "mask is required");
+    TokenLoss loss(T, h.vocab, targets.Data(), mask);
+    return fusedResult(env, h, loss);
+  });
+}
+
+// gemm(a: Float32Array [M, K], b: Float32Array, M, N, K, bTransposed: boolean) -> C [M, N]
+// (b is [K, N], or [N, K] when bTransposed). For tests and benchmarks.
+Napi::Value Gemm(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&]() -> Napi::Value {
+    Napi::Float32Array a = argFloat32Array(info, 0, "a"), b = argFloat32Array(info, 1, "b");
+    const int64_t M = argInteger(info, 2, "M"), N = argInteger(info, 3, "N"), K = argInteger(info, 4, "K");
+    require(env, M >= 0 && N >= 0 && K >= 0, "M, N, K must be >= 0");
+    require(env, info.Length() > 5 && info[5].IsBoolean(), "bTransposed must be a boolean");
+    const bool bt = info[5].As<Napi::Boolean>().Value();
+    require(env, a.ElementLength() == static_cast<size_t>(M * K) && b.ElementLength() == static_cast<size_t>(K * N),
+            "a must be [M, K] and b [K, N] (or [N, K])");
+    Napi::Float32Array c = Napi::Float32Array::New(env, static_cast<size_t>(M * N));
+    const MatView B = bt ? MatView{b.Data(), 1, static_cast<size_t>(K)} : MatView{b.Data(), static_cast<size_t>(N), 1};
+    gemm(M, N, K, MatView{a.Data(), static_cast<size_t>(K), 1}, B, c.Data(), N, 0.0f);
+    return c;
   });
 }
 

@@ -31,10 +31,6 @@ LossAgg parseLossAgg(const std::string& name) {
 
 namespace {
 
-struct RowInfo {
-  double lse, entropy, logp;
-};
-
 // Runs fn(row) for rows [0, T) on the pool, in contiguous ranges.
 template <typename Fn>
 void forEachRow(size_t T, size_t V, Fn fn) {
@@ -50,7 +46,7 @@ void forEachRow(size_t T, size_t V, Fn fn) {
   });
 }
 
-void checkInputs(const float* logits, size_t T, size_t V, const int32_t* targets, const float* mask) {
+void checkInputs(const float*, size_t T, size_t V, const int32_t* targets, const float* mask) {
   SWERL_CHECK(V >= 1, InvalidArgument, "vocab must be >= 1");
   for (size_t t = 0; t < T; ++t) {
     SWERL_CHECK(targets[t] >= 0 && static_cast<size_t>(targets[t]) < V, InvalidArgument,
@@ -58,46 +54,6 @@ void checkInputs(const float* logits, size_t T, size_t V, const int32_t* targets
                     " is outside [0, vocab = " + std::to_string(V) + ")");
     SWERL_CHECK(std::isfinite(mask[t]), InvalidArgument, "mask[" + std::to_string(t) + "] is not finite");
   }
-  (void)logits;
-}
-
-// Pass 1: statistics of every row; NON_FINITE_LOGITS if any row has NaN or ±Inf.
-std::vector<RowInfo> rowInfos(const float* logits, size_t T, size_t V, const int32_t* targets, float* logprobs) {
-  std::vector<RowInfo> info(T);
-  std::vector<char> finite(T, 1);
-  forEachRow(T, V, [&](size_t t) {
-    const float* row = logits + t * V;
-    const RowSoftmaxStats st = rowSoftmaxStats(row, V);
-    if (!st.finite) {
-      finite[t] = 0;
-      return;
-    }
-    const double lse = st.lse();
-    info[t] = RowInfo{lse, st.entropy(), static_cast<double>(row[targets[t]]) - lse};
-  });
-  for (size_t t = 0; t < T; ++t)
-    SWERL_CHECK(finite[t], NonFiniteLogits,
-                "logits row " + std::to_string(t) +
-                    " contains NaN or ±Inf; check the model's numerics (nothing was "
-                    "computed)");
-  for (size_t t = 0; t < T; ++t) logprobs[t] = static_cast<float>(info[t].logp);
-  return info;
-}
-
-// Pass 3: gradient rows from per-token coefficients c (on logp) and e (on -H, see the header).
-void writeGrads(const float* logits, size_t T, size_t V, const int32_t* targets, const std::vector<RowInfo>& info,
-                const std::vector<double>& c, const std::vector<double>& e, float* grad) {
-  forEachRow(T, V, [&](size_t t) {
-    float* g = grad + t * V;
-    if (c[t] == 0 && e[t] == 0) {
-      std::fill(g, g + V, 0.0f);
-      return;
-    }
-    // g_j = p_j·(−c + e·H) + e·p_j·(x_j − lse), plus c at the target.
-    rowSoftmaxGrad(logits + t * V, V, info[t].lse, static_cast<float>(-c[t] + e[t] * info[t].entropy),
-                   static_cast<float>(e[t]), g);
-    g[targets[t]] += static_cast<float>(c[t]);
-  });
 }
 
 // agg(x) = Σ_t w_t x_t for the aggregation mode.
@@ -138,82 +94,128 @@ double clampd(double x, double lo, double hi) { return x < lo ? lo : (x > hi ? h
 
 }  // namespace
 
-PolicyLossResult policyLoss(const PolicyLossInputs& in, const PolicyLossConfig& cfg, float* gradLogits,
-                            float* logprobs) {
-  const size_t T = in.tokens, V = in.vocab;
-  checkInputs(in.logits, T, V, in.targets, in.mask);
+TokenLoss::TokenLoss(const PolicyLossInputs& in, const PolicyLossConfig& cfg) : in_(in), cfg_(cfg), sft_(false) {
+  const size_t T = in.tokens;
+  checkInputs(nullptr, T, in.vocab, in.targets, in.mask);
   SWERL_CHECK(cfg.agg != LossAgg::SeqMeanTokenSumNorm || cfg.normLength > 0, InvalidArgument,
               "agg 'seq-mean-token-sum-norm' needs normLength > 0 (Dr.GRPO's constant, e.g. the max response length)");
   for (size_t t = 0; t < T; ++t)
     SWERL_CHECK(std::isfinite(in.advantages[t]) && std::isfinite(in.oldLogprobs[t]), InvalidArgument,
                 "advantages[" + std::to_string(t) + "] and oldLogprobs[" + std::to_string(t) + "] must be finite");
-  const std::vector<RowInfo> info = rowInfos(in.logits, T, V, in.targets, logprobs);
-  const std::vector<double> w = aggWeights(in.mask, in.seqIds, T, cfg.agg, cfg.normLength);
+  weights_ = aggWeights(in.mask, in.seqIds, T, cfg.agg, cfg.normLength);
+}
 
-  std::vector<double> c(T, 0.0), e(T, 0.0);
-  double loss = 0, maskSum = 0, entropySum = 0, clipLow = 0, clipHigh = 0;
-  const bool kl = cfg.klCoef > 0 && in.refLogprobs != nullptr;
-  const bool tis = cfg.tisCap > 0 && in.rolloutLogprobs != nullptr;
-  for (size_t t = 0; t < T; ++t) {
-    const double m = in.mask[t], A = in.advantages[t], logp = info[t].logp;
-    maskSum += m;
-    entropySum += m * info[t].entropy;
-    const double diff = logp - in.oldLogprobs[t];
-    const double r = std::exp(clampd(diff, -20, 20));
-    const double drdlogp = (diff > -20 && diff < 20) ? r : 0;
-    if (A > 0 && r > 1 + cfg.clipHigh) clipHigh += m;
-    if (A < 0 && r < 1 - cfg.clipLow) clipLow += m;
-    if (w[t] == 0) continue;
-    const double l1 = -A * r, l2 = -A * clampd(r, 1 - cfg.clipLow, 1 + cfg.clipHigh);
-    double l = l1 >= l2 ? l1 : l2;
-    double dldr = l1 >= l2 ? -A : 0;  // the clipped branch is constant in r
-    if (cfg.dualClip > 1 && A < 0 && l > -A * cfg.dualClip) {
-      l = -A * cfg.dualClip;
-      dldr = 0;
+TokenLoss::TokenLoss(size_t tokens, size_t vocab, const int32_t* targets, const float* mask) : sft_(true) {
+  checkInputs(nullptr, tokens, vocab, targets, mask);
+  in_ = PolicyLossInputs{};
+  in_.tokens = tokens;
+  in_.vocab = vocab;
+  in_.targets = targets;
+  in_.mask = mask;
+  weights_ = aggWeights(mask, nullptr, tokens, LossAgg::TokenMean, 0);
+}
+
+void TokenLoss::processRows(const float* logits, size_t t0, size_t n, float* grad, float* logprobs) {
+  const size_t V = in_.vocab;
+  // Pass 1 (parallel): row statistics.
+  std::vector<RowInfo> info(n);
+  std::vector<char> finite(n, 1);
+  forEachRow(n, V, [&](size_t i) {
+    const float* row = logits + i * V;
+    const RowSoftmaxStats st = rowSoftmaxStats(row, V);
+    if (!st.finite) {
+      finite[i] = 0;
+      return;
     }
-    if (tis) {
-      const double weight = std::min(std::exp(static_cast<double>(in.oldLogprobs[t]) - in.rolloutLogprobs[t]),
-                                     static_cast<double>(cfg.tisCap));
-      l *= weight;
-      dldr *= weight;
-    }
-    double term = l, dlogp = dldr * drdlogp;
-    if (kl) {
-      const double a = in.refLogprobs[t] - logp, ac = clampd(a, -20, 20);
-      double k3 = std::exp(ac) - ac - 1, dk3 = (a > -20 && a < 20) ? 1 - std::exp(ac) : 0;
-      if (k3 > 10) {
-        k3 = 10;
-        dk3 = 0;
-      }
-      term += cfg.klCoef * k3;
-      dlogp += cfg.klCoef * dk3;
-    }
-    term -= cfg.entropyCoef * info[t].entropy;
-    loss += w[t] * term;
-    c[t] = w[t] * dlogp;
-    e[t] = w[t] * cfg.entropyCoef;
+    const double lse = st.lse();
+    info[i] = RowInfo{lse, st.entropy(), static_cast<double>(row[in_.targets[t0 + i]]) - lse};
+  });
+  for (size_t i = 0; i < n; ++i)
+    SWERL_CHECK(finite[i], NonFiniteLogits,
+                "logits row " + std::to_string(t0 + i) + " contains NaN or ±Inf; check the model's numerics");
+  // Sequential, in token order: loss terms and gradient coefficients.
+  std::vector<double> c(n, 0.0), e(n, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    logprobs[t0 + i] = static_cast<float>(info[i].logp);
+    tokenTerm(t0 + i, info[i], c[i], e[i]);
   }
-  writeGrads(in.logits, T, V, in.targets, info, c, e, gradLogits);
-  if (maskSum == 0) return PolicyLossResult{0, 0, 0, 0};
-  return PolicyLossResult{loss, entropySum / maskSum, clipLow / maskSum, clipHigh / maskSum};
+  // Pass 2 (parallel): gradient rows, possibly in place of the logits.
+  forEachRow(n, V, [&](size_t i) {
+    float* g = grad + i * V;
+    if (c[i] == 0 && e[i] == 0) {
+      std::fill(g, g + V, 0.0f);
+      return;
+    }
+    // g_j = p_j·(−c + e·H) + e·p_j·(x_j − lse), plus c at the target.
+    rowSoftmaxGrad(logits + i * V, V, info[i].lse, static_cast<float>(-c[i] + e[i] * info[i].entropy),
+                   static_cast<float>(e[i]), g);
+    g[in_.targets[t0 + i]] += static_cast<float>(c[i]);
+  });
+}
+
+void TokenLoss::tokenTerm(size_t t, const RowInfo& info, double& c, double& e) {
+  const double m = in_.mask[t], w = weights_[t], logp = info.logp;
+  maskSum_ += m;
+  if (sft_) {
+    loss_ -= w * logp;
+    c = -w;
+    return;
+  }
+  entropySum_ += m * info.entropy;
+  const double A = in_.advantages[t];
+  const double diff = logp - in_.oldLogprobs[t];
+  const double r = std::exp(clampd(diff, -20, 20));
+  const double drdlogp = (diff > -20 && diff < 20) ? r : 0;
+  if (A > 0 && r > 1 + cfg_.clipHigh) clipHigh_ += m;
+  if (A < 0 && r < 1 - cfg_.clipLow) clipLow_ += m;
+  if (w == 0) return;
+  const double l1 = -A * r, l2 = -A * clampd(r, 1 - cfg_.clipLow, 1 + cfg_.clipHigh);
+  double l = l1 >= l2 ? l1 : l2;
+  double dldr = l1 >= l2 ? -A : 0;  // the clipped branch is constant in r
+  if (cfg_.dualClip > 1 && A < 0 && l > -A * cfg_.dualClip) {
+    l = -A * cfg_.dualClip;
+    dldr = 0;
+  }
+  if (cfg_.tisCap > 0 && in_.rolloutLogprobs != nullptr) {
+    const double weight = std::min(std::exp(static_cast<double>(in_.oldLogprobs[t]) - in_.rolloutLogprobs[t]),
+                                   static_cast<double>(cfg_.tisCap));
+    l *= weight;
+    dldr *= weight;
+  }
+  double term = l, dlogp = dldr * drdlogp;
+  if (cfg_.klCoef > 0 && in_.refLogprobs != nullptr) {
+    const double a = in_.refLogprobs[t] - logp, ac = clampd(a, -20, 20);
+    double k3 = std::exp(ac) - ac - 1, dk3 = (a > -20 && a < 20) ? 1 - std::exp(ac) : 0;
+    if (k3 > 10) {
+      k3 = 10;
+      dk3 = 0;
+    }
+    term += cfg_.klCoef * k3;
+    dlogp += cfg_.klCoef * dk3;
+  }
+  term -= cfg_.entropyCoef * info.entropy;
+  loss_ += w * term;
+  c = w * dlogp;
+  e = w * cfg_.entropyCoef;
+}
+
+PolicyLossResult TokenLoss::result() const {
+  if (maskSum_ == 0) return PolicyLossResult{0, 0, 0, 0};
+  return PolicyLossResult{loss_, entropySum_ / maskSum_, clipLow_ / maskSum_, clipHigh_ / maskSum_};
+}
+
+PolicyLossResult policyLoss(const PolicyLossInputs& in, const PolicyLossConfig& cfg, float* gradLogits,
+                            float* logprobs) {
+  TokenLoss loss(in, cfg);
+  loss.processRows(in.logits, 0, in.tokens, gradLogits, logprobs);
+  return loss.result();
 }
 
 double sftLoss(const float* logits, size_t T, size_t V, const int32_t* targets, const float* mask, float* gradLogits,
                float* logprobs) {
-  checkInputs(logits, T, V, targets, mask);
-  const std::vector<RowInfo> info = rowInfos(logits, T, V, targets, logprobs);
-  double maskSum = 0;
-  for (size_t t = 0; t < T; ++t) maskSum += mask[t];
-  std::vector<double> c(T, 0.0), e(T, 0.0);
-  double loss = 0;
-  if (maskSum != 0) {
-    for (size_t t = 0; t < T; ++t) {
-      loss -= mask[t] * info[t].logp / maskSum;
-      c[t] = -mask[t] / maskSum;
-    }
-  }
-  writeGrads(logits, T, V, targets, info, c, e, gradLogits);
-  return loss;
+  TokenLoss loss(T, V, targets, mask);
+  loss.processRows(logits, 0, T, gradLogits, logprobs);
+  return loss.result().loss;
 }
 
 }  // namespace swerl

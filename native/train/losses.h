@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace swerl {
 
@@ -39,6 +40,32 @@ struct PolicyLossInputs {
 
 struct PolicyLossResult {
   double loss, entropy, clipFracLow, clipFracHigh;
+};
+
+/**
+ * One loss evaluation, fed rows in order (all at once, or in chunks by the fused LM-head path).
+ * The constructor checks the per-token inputs and works out the aggregation weights; each
+ * processRows() call handles rows [t0, t0 + n), whose logits may be a chunk computed on the fly,
+ * and writes their gradient (grad may alias logits: it is written in place).
+ */
+class TokenLoss {
+ public:
+  TokenLoss(const PolicyLossInputs& in, const PolicyLossConfig& cfg);                 // policy loss (in.logits unused)
+  TokenLoss(size_t tokens, size_t vocab, const int32_t* targets, const float* mask);  // SFT
+  void processRows(const float* logits, size_t t0, size_t n, float* grad, float* logprobs);
+  PolicyLossResult result() const;
+
+ private:
+  struct RowInfo {
+    double lse, entropy, logp;
+  };
+  void tokenTerm(size_t t, const RowInfo& info, double& c, double& e);
+
+  PolicyLossInputs in_{};
+  PolicyLossConfig cfg_{};
+  bool sft_;
+  std::vector<double> weights_;
+  double loss_ = 0, maskSum_ = 0, entropySum_ = 0, clipLow_ = 0, clipHigh_ = 0;
 };
 
 /** Writes gradLogits [T, V] and logprobs [T]; throws INVALID_ARGUMENT / NON_FINITE_LOGITS first. */

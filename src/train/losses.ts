@@ -5,7 +5,7 @@
  * two reads of each row, the gradient written directly.
  */
 import { invalidArgument } from '../errors.js';
-import { native } from '../native.js';
+import { type NativePolicyLossConfig, native } from '../native.js';
 import { checkEnum, checkInteger, checkObject } from '../validate.js';
 
 /** Loss aggregation, as verl's `loss_agg_mode`. */
@@ -78,23 +78,7 @@ const AGGREGATIONS = ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum',
 export function policyLoss(a: PolicyLossInputs, cfg: PolicyLossConfig = {}): PolicyLossResult {
   const o = checkObject('inputs', a);
   const T = checkRows(o);
-  const c = checkObject('config', cfg);
-  const agg = checkEnum('agg', c.agg ?? 'token-mean', AGGREGATIONS);
-  const config = {
-    clipLow: checkNumber('clipLow', c.clipLow ?? 0.2, 0, 1),
-    clipHigh: checkNumber('clipHigh', c.clipHigh ?? 0.28, 0),
-    dualClip: checkNumber('dualClip', c.dualClip ?? 0, 0),
-    agg,
-    normLength: checkNumber('normLength', c.normLength ?? 0, 0),
-    klCoef: checkNumber('klCoef', c.klCoef ?? 0, 0),
-    entropyCoef: checkNumber('entropyCoef', c.entropyCoef ?? 0),
-    tisCap: checkNumber('tisCap', c.tisCap ?? 0, 0),
-  };
-  if (config.dualClip !== 0 && config.dualClip <= 1)
-    throw invalidArgument('dualClip', '0 (off) or > 1', config.dualClip);
-  if (agg === 'seq-mean-token-sum-norm' && config.normLength <= 0) {
-    throw invalidArgument('normLength', "> 0 with agg 'seq-mean-token-sum-norm'", c.normLength);
-  }
+  const config = checkConfig(cfg);
   const seqIds = optionalArray(o, 'seqIds', Int32Array, T);
   const r = native().policyLoss(
     o.logits as Float32Array,
@@ -109,6 +93,106 @@ export function policyLoss(a: PolicyLossInputs, cfg: PolicyLossConfig = {}): Pol
     config,
   );
   return r;
+}
+
+/** The LM head of the fused losses: logits = hidden · weightᵀ, never materialised whole. */
+export interface LmHeadInputs {
+  /** Final hidden states [T, hiddenSize]. */
+  hidden: Float32Array;
+  /** The LM-head weight [vocab, hiddenSize] (Hugging Face's lm_head.weight). */
+  weight: Float32Array;
+  hiddenSize: number;
+  vocab: number;
+  targets: Int32Array;
+}
+
+/** Options of the fused losses. */
+export interface FusedLossOptions {
+  /** Tokens per chunk (default 64): peak extra memory is chunkTokens × vocab floats. */
+  chunkTokens?: number;
+}
+
+/** Result of {@link policyLossFused}: the gradients with respect to the hidden states and the weight. */
+export interface FusedPolicyLossResult extends Omit<PolicyLossResult, 'gradLogits'> {
+  /** d loss / d hidden, [T, hiddenSize]. */
+  gradHidden: Float32Array;
+  /** d loss / d weight, [vocab, hiddenSize]. */
+  gradWeight: Float32Array;
+}
+
+/** Result of {@link sftLossFused}. */
+export interface FusedSftLossResult {
+  loss: number;
+  gradHidden: Float32Array;
+  gradWeight: Float32Array;
+  logprobs: Float32Array;
+}
+
+/**
+ * {@link policyLoss} fused with the LM head: from the final hidden states and the LM-head weight,
+ * in chunks of tokens, so the [T, vocab] logits never exist (Liger's fused linear loss). The
+ * loss and logprobs equal the unfused path's on the same logits.
+ */
+export function policyLossFused(
+  a: LmHeadInputs & Omit<PolicyLossInputs, 'logits' | 'vocab' | 'targets'>,
+  cfg: PolicyLossConfig = {},
+  options: FusedLossOptions = {},
+): FusedPolicyLossResult {
+  const o = checkObject('inputs', a);
+  const T = checkLmHead(o);
+  const config = checkConfig(cfg);
+  return native().policyLossFused(
+    o.hidden as Float32Array,
+    o.weight as Float32Array,
+    o.hiddenSize as number,
+    o.vocab as number,
+    o.targets as Int32Array,
+    requiredFloats(o, 'oldLogprobs', T),
+    requiredFloats(o, 'advantages', T),
+    requiredFloats(o, 'mask', T),
+    optionalArray(o, 'seqIds', Int32Array, T) ?? null,
+    optionalArray(o, 'refLogprobs', Float32Array, T) ?? null,
+    optionalArray(o, 'rolloutLogprobs', Float32Array, T) ?? null,
+    config,
+    chunkTokens(options),
+  );
+}
+
+/** {@link sftLoss} fused with the LM head (see {@link policyLossFused}). */
+export function sftLossFused(
+  a: LmHeadInputs & { mask: Float32Array },
+  options: FusedLossOptions = {},
+): FusedSftLossResult {
+  const o = checkObject('inputs', a);
+  const T = checkLmHead(o);
+  return native().sftLossFused(
+    o.hidden as Float32Array,
+    o.weight as Float32Array,
+    o.hiddenSize as number,
+    o.vocab as number,
+    o.targets as Int32Array,
+    requiredFloats(o, 'mask', T),
+    chunkTokens(options),
+  );
+}
+
+function checkLmHead(o: Record<string, unknown>): number {
+  if (!(o.hidden instanceof Float32Array)) throw invalidArgument('hidden', 'a Float32Array', o.hidden);
+  if (!(o.weight instanceof Float32Array)) throw invalidArgument('weight', 'a Float32Array', o.weight);
+  const H = checkInteger('hiddenSize', o.hiddenSize, 1, 0x7fffffff);
+  const V = checkInteger('vocab', o.vocab, 1, 0x7fffffff);
+  if (!(o.targets instanceof Int32Array)) throw invalidArgument('targets', 'an Int32Array', o.targets);
+  const T = o.targets.length;
+  if (o.hidden.length !== T * H)
+    throw invalidArgument('hidden', `[targets.length, hiddenSize] = ${T * H} values`, `${o.hidden.length} values`);
+  if (o.weight.length !== V * H)
+    throw invalidArgument('weight', `[vocab, hiddenSize] = ${V * H} values`, `${o.weight.length} values`);
+  return T;
+}
+
+function chunkTokens(options: unknown): number {
+  const o = checkObject('options', options);
+  return checkInteger('chunkTokens', o.chunkTokens ?? 64, 1, 1 << 20);
 }
 
 /** Masked mean cross-entropy −Σ m·logp / Σ m (0 when Σ m = 0), its gradient and the logprobs. */
@@ -126,6 +210,27 @@ export function sftLoss(a: {
     o.targets as Int32Array,
     requiredFloats(o, 'mask', T),
   );
+}
+
+function checkConfig(cfg: unknown): NativePolicyLossConfig {
+  const c = checkObject('config', cfg);
+  const agg = checkEnum('agg', c.agg ?? 'token-mean', AGGREGATIONS);
+  const config = {
+    clipLow: checkNumber('clipLow', c.clipLow ?? 0.2, 0, 1),
+    clipHigh: checkNumber('clipHigh', c.clipHigh ?? 0.28, 0),
+    dualClip: checkNumber('dualClip', c.dualClip ?? 0, 0),
+    agg,
+    normLength: checkNumber('normLength', c.normLength ?? 0, 0),
+    klCoef: checkNumber('klCoef', c.klCoef ?? 0, 0),
+    entropyCoef: checkNumber('entropyCoef', c.entropyCoef ?? 0),
+    tisCap: checkNumber('tisCap', c.tisCap ?? 0, 0),
+  };
+  if (config.dualClip !== 0 && config.dualClip <= 1)
+    throw invalidArgument('dualClip', '0 (off) or > 1', config.dualClip);
+  if (agg === 'seq-mean-token-sum-norm' && config.normLength <= 0) {
+    throw invalidArgument('normLength', "> 0 with agg 'seq-mean-token-sum-norm'", c.normLength);
+  }
+  return config;
 }
 
 function checkRows(o: Record<string, unknown>): number {

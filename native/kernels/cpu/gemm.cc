@@ -1,0 +1,119 @@
+// Blocked, packed, multi-threaded SGEMM (see gemm.h).
+//
+// Loop nest per thread (its own range of N, in multiples of 16 columns):
+//   for each K block [pc, pc + kKc):          B panel for the thread's columns packed once
+//     for each M block [ic, ic + kMc):        A block packed into 6-row panels
+//       for each 16-column panel, 6-row panel: micro-kernel accumulates into C
+// C is scaled by beta (or zeroed) before the first K block, so every element's sum runs over
+// the K blocks in order.
+#include "kernels/cpu/gemm.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "common/cpu_features.h"
+#include "common/thread_pool.h"
+
+namespace swerl {
+
+void gemmMicroScalar(size_t kc, const float* a, const float* b, float* c, size_t ldc, size_t mr, size_t nr) {
+  float acc[kGemmMr][kGemmNr] = {};
+  for (size_t k = 0; k < kc; ++k)
+    for (size_t i = 0; i < kGemmMr; ++i)
+      for (size_t j = 0; j < kGemmNr; ++j) acc[i][j] += a[k * kGemmMr + i] * b[k * kGemmNr + j];
+  for (size_t i = 0; i < mr; ++i)
+    for (size_t j = 0; j < nr; ++j) c[i * ldc + j] += acc[i][j];
+}
+
+namespace {
+
+// Packs A[ic:ic+mc, pc:pc+kc] into ceil(mc/6) panels of [kc][6], zero-padded.
+void packA(MatView A, size_t ic, size_t mc, size_t pc, size_t kc, float* out) {
+  for (size_t p = 0; p < mc; p += kGemmMr) {
+    const size_t rows = std::min(kGemmMr, mc - p);
+    for (size_t k = 0; k < kc; ++k) {
+      float* dst = out + (p / kGemmMr) * kc * kGemmMr + k * kGemmMr;
+      for (size_t i = 0; i < rows; ++i) dst[i] = A.at(ic + p + i, pc + k);
+      for (size_t i = rows; i < kGemmMr; ++i) dst[i] = 0;
+    }
+  }
+}
+
+// Packs B[pc:pc+kc, jc:jc+nc] into ceil(nc/16) panels of [kc][16], zero-padded.
+void packB(MatView B, size_t pc, size_t kc, size_t jc, size_t nc, float* out) {
+  for (size_t q = 0; q < nc; q += kGemmNr) {
+    const size_t cols = std::min(kGemmNr, nc - q);
+    float* panel = out + (q / kGemmNr) * kc * kGemmNr;
+    if (B.colStride == 1) {
+      for (size_t k = 0; k < kc; ++k) {
+        const float* src = B.data + (pc + k) * B.rowStride + jc + q;
+        float* dst = panel + k * kGemmNr;
+        std::copy(src, src + cols, dst);
+        std::fill(dst + cols, dst + kGemmNr, 0.0f);
+      }
+    } else {
+      for (size_t j = 0; j < cols; ++j) {
+        const float* src = B.data + (jc + q + j) * B.colStride + pc * B.rowStride;
+        for (size_t k = 0; k < kc; ++k) panel[k * kGemmNr + j] = src[k * B.rowStride];
+      }
+      for (size_t j = cols; j < kGemmNr; ++j)
+        for (size_t k = 0; k < kc; ++k) panel[k * kGemmNr + j] = 0;
+    }
+  }
+}
+
+void gemmRange(size_t M, size_t K, MatView A, MatView B, float* C, size_t ldc, float beta, size_t jc, size_t nc,
+               bool avx2) {
+  if (nc == 0) return;
+  for (size_t i = 0; i < M; ++i) {
+    float* row = C + i * ldc + jc;
+    if (beta == 0)
+      std::fill(row, row + nc, 0.0f);
+    else if (beta != 1)
+      for (size_t j = 0; j < nc; ++j) row[j] *= beta;
+  }
+  thread_local std::vector<float> packedA, packedB;
+  const size_t npanels = (nc + kGemmNr - 1) / kGemmNr;
+  packedB.resize(npanels * kGemmKc * kGemmNr);
+  packedA.resize(kGemmMc * kGemmKc);
+  auto micro = avx2 ? gemmMicroAvx2 : gemmMicroScalar;
+  for (size_t pc = 0; pc < K; pc += kGemmKc) {
+    const size_t kc = std::min(kGemmKc, K - pc);
+    packB(B, pc, kc, jc, nc, packedB.data());
+    for (size_t ic = 0; ic < M; ic += kGemmMc) {
+      const size_t mc = std::min(kGemmMc, M - ic);
+      packA(A, ic, mc, pc, kc, packedA.data());
+      for (size_t q = 0; q < nc; q += kGemmNr) {
+        const size_t nr = std::min(kGemmNr, nc - q);
+        const float* bp = packedB.data() + (q / kGemmNr) * kc * kGemmNr;
+        for (size_t p = 0; p < mc; p += kGemmMr) {
+          const size_t mr = std::min(kGemmMr, mc - p);
+          micro(kc, packedA.data() + (p / kGemmMr) * kc * kGemmMr, bp, C + (ic + p) * ldc + jc + q, ldc, mr, nr);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void gemm(size_t M, size_t N, size_t K, MatView A, MatView B, float* C, size_t ldc, float beta) {
+  if (M == 0 || N == 0) return;
+  const bool avx2 = simdLevel() == SimdLevel::Avx2Fma;
+  ThreadPool& pool = ThreadPool::global();
+  const size_t panels = (N + kGemmNr - 1) / kGemmNr;
+  const size_t work = M * N * std::max<size_t>(K, 1);
+  const size_t tasks =
+      std::min<size_t>({static_cast<size_t>(pool.size()), panels, std::max<size_t>(1, work / (1 << 20))});
+  if (tasks <= 1) {
+    gemmRange(M, K, A, B, C, ldc, beta, 0, N, avx2);
+    return;
+  }
+  pool.run(static_cast<int>(tasks), [&](int t) {
+    const size_t p0 = panels * t / tasks, p1 = panels * (t + 1) / tasks;
+    const size_t j0 = p0 * kGemmNr, j1 = std::min(N, p1 * kGemmNr);
+    gemmRange(M, K, A, B, C, ldc, beta, j0, j1 > j0 ? j1 - j0 : 0, avx2);
+  });
+}
+
+}  // namespace swerl
