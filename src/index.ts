@@ -18,6 +18,7 @@ export {
   type FusedSftLossResult,
   type LmHeadInputs,
   type LossAggregation,
+  type LossOutput,
   type PolicyLossConfig,
   type PolicyLossInputs,
   type PolicyLossResult,

@@ -92,6 +92,7 @@ export interface NativeBinding {
     refLogprobs: Float32Array | null,
     rolloutLogprobs: Float32Array | null,
     config: NativePolicyLossConfig,
+    gradLogits?: Float32Array,
   ): {
     loss: number;
     gradLogits: Float32Array;
@@ -145,6 +146,7 @@ export interface NativeBinding {
     vocab: number,
     targets: Int32Array,
     mask: Float32Array,
+    gradLogits?: Float32Array,
   ): { loss: number; gradLogits: Float32Array; logprobs: Float32Array };
 }
 

@@ -10,7 +10,7 @@ import { checkInteger, checkObject, toTokenArray } from './validate.js';
 
 /** How one row is sampled. */
 export interface SamplingParams {
-  /** Softmax temperature (default 1); 0 = greedy (the first maximum). */
+  /** Softmax temperature (default 1); 0 (or below 1e-5, as vLLM) = greedy: the first maximum. */
   temperature?: number;
   /** Keep the k most likely tokens (default 0 = off). */
   topK?: number;

@@ -34,6 +34,18 @@ size_t tokenCount(const Napi::CallbackInfo& info, Napi::Float32Array logits, siz
   return targets.ElementLength();
 }
 
+// The gradient buffer: the caller's (info[i], [T, V]; may be the logits themselves: the gradient
+// is written in place) or a new one. Reusing one avoids page-faulting a fresh [T, V] array each
+// call, which costs more than the loss itself.
+Napi::Float32Array gradBuffer(const Napi::CallbackInfo& info, size_t i, size_t n) {
+  if (info.Length() > i && !info[i].IsUndefined() && !info[i].IsNull()) {
+    Napi::Float32Array g = argFloat32Array(info, i, "gradLogits");
+    require(info.Env(), g.ElementLength() == n, "gradLogits must be [targets.length, vocab]");
+    return g;
+  }
+  return Napi::Float32Array::New(info.Env(), n);
+}
+
 Napi::Object resultObject(Napi::Env env, double loss, Napi::Float32Array grad, Napi::Float32Array logprobs) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("loss", loss);
@@ -76,7 +88,8 @@ void readPolicyTokens(const Napi::CallbackInfo& info, size_t first, size_t T, Po
 }  // namespace
 
 // policyLoss(logits, vocab, targets, oldLogprobs, advantages, mask, seqIds|null, refLogprobs|null,
-//            rolloutLogprobs|null, config) -> { loss, gradLogits, logprobs, entropy, clipFracLow, clipFracHigh }
+//            rolloutLogprobs|null, config, gradLogits?) -> { loss, gradLogits, logprobs, entropy, clipFracLow,
+//            clipFracHigh }
 Napi::Value PolicyLoss(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&]() -> Napi::Value {
@@ -92,7 +105,7 @@ Napi::Value PolicyLoss(const Napi::CallbackInfo& info) {
     readPolicyTokens(info, 3, T, in);
     require(env, info.Length() > 9 && info[9].IsObject(), "config must be an object");
     const PolicyLossConfig cfg = parseConfig(info[9].As<Napi::Object>());
-    Napi::Float32Array grad = Napi::Float32Array::New(env, T * in.vocab);
+    Napi::Float32Array grad = gradBuffer(info, 10, T * in.vocab);
     Napi::Float32Array logprobs = Napi::Float32Array::New(env, T);
     const PolicyLossResult r = policyLoss(in, cfg, grad.Data(), logprobs.Data());
     Napi::Object o = resultObject(env, r.loss, grad, logprobs);
@@ -103,7 +116,7 @@ Napi::Value PolicyLoss(const Napi::CallbackInfo& info) {
   });
 }
 
-// sftLoss(logits, vocab, targets, mask) -> { loss, gradLogits, logprobs }
+// sftLoss(logits, vocab, targets, mask, gradLogits?) -> { loss, gradLogits, logprobs }
 Napi::Value SftLoss(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&]() -> Napi::Value {
@@ -113,7 +126,7 @@ Napi::Value SftLoss(const Napi::CallbackInfo& info) {
     const size_t T = tokenCount(info, logits, static_cast<size_t>(vocab < 1 ? 0 : vocab), targets);
     const float* mask = optionalFloats(info, 3, "mask", T);
     require(env, mask != nullptr, "mask is required");
-    Napi::Float32Array grad = Napi::Float32Array::New(env, T * static_cast<size_t>(vocab));
+    Napi::Float32Array grad = gradBuffer(info, 4, T * static_cast<size_t>(vocab));
     Napi::Float32Array logprobs = Napi::Float32Array::New(env, T);
     const double loss =
         sftLoss(logits.Data(), T, static_cast<size_t>(vocab), targets.Data(), mask, grad.Data(), logprobs.Data());

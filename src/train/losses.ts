@@ -60,6 +60,15 @@ export interface PolicyLossResult {
   clipFracHigh: number;
 }
 
+/**
+ * Where to write the gradient: a reused [T, vocab] buffer, or the logits themselves (in place,
+ * as verl and Liger do). Without it a new array is allocated each call, and for long sequences
+ * first-touching that memory costs more than the loss.
+ */
+export interface LossOutput {
+  gradLogits?: Float32Array;
+}
+
 /** Result of {@link sftLoss}. */
 export interface SftLossResult {
   loss: number;
@@ -75,7 +84,7 @@ const AGGREGATIONS = ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum',
  * aggregated by `agg`, plus klCoef·agg(k3) minus entropyCoef·agg(H). Errors: INVALID_ARGUMENT
  * for shapes, targets or options; NON_FINITE_LOGITS for NaN or ±Inf logits.
  */
-export function policyLoss(a: PolicyLossInputs, cfg: PolicyLossConfig = {}): PolicyLossResult {
+export function policyLoss(a: PolicyLossInputs, cfg: PolicyLossConfig = {}, out: LossOutput = {}): PolicyLossResult {
   const o = checkObject('inputs', a);
   const T = checkRows(o);
   const config = checkConfig(cfg);
@@ -91,6 +100,7 @@ export function policyLoss(a: PolicyLossInputs, cfg: PolicyLossConfig = {}): Pol
     optionalArray(o, 'refLogprobs', Float32Array, T) ?? null,
     optionalArray(o, 'rolloutLogprobs', Float32Array, T) ?? null,
     config,
+    gradOut(out, T * (o.vocab as number)),
   );
   return r;
 }
@@ -196,12 +206,10 @@ function chunkTokens(options: unknown): number {
 }
 
 /** Masked mean cross-entropy −Σ m·logp / Σ m (0 when Σ m = 0), its gradient and the logprobs. */
-export function sftLoss(a: {
-  logits: Float32Array;
-  vocab: number;
-  targets: Int32Array;
-  mask: Float32Array;
-}): SftLossResult {
+export function sftLoss(
+  a: { logits: Float32Array; vocab: number; targets: Int32Array; mask: Float32Array },
+  out: LossOutput = {},
+): SftLossResult {
   const o = checkObject('inputs', a);
   const T = checkRows(o);
   return native().sftLoss(
@@ -209,7 +217,16 @@ export function sftLoss(a: {
     o.vocab as number,
     o.targets as Int32Array,
     requiredFloats(o, 'mask', T),
+    gradOut(out, T * (o.vocab as number)),
   );
+}
+
+function gradOut(out: unknown, n: number): Float32Array | undefined {
+  const g = checkObject('out', out).gradLogits;
+  if (g === undefined) return undefined;
+  if (!(g instanceof Float32Array) || g.length !== n)
+    throw invalidArgument('out.gradLogits', `a Float32Array of ${n} values`, g);
+  return g;
 }
 
 function checkConfig(cfg: unknown): NativePolicyLossConfig {

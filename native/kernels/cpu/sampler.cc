@@ -56,8 +56,10 @@ class RowSampler {
  public:
   RowSampler(const float* y, const float* e, size_t n, float ymax, float ymin, Scratch& s)
       : y_(y), e_(e), n_(n), s_(s) {
+    // 0 (everything in bin 0) when the span is 0, overflows, or is too small to divide by.
     const float span = ymax - ymin;
-    scale_ = span > 0 && std::isfinite(span) ? kBins / span : 0;
+    const float scale = span > 0 ? kBins / span : 0;
+    scale_ = std::isfinite(span) && std::isfinite(scale) ? scale : 0;
     ymax_ = ymax;
     s_.bin.resize(n);
     s_.count.assign(kBins, 0);
@@ -121,6 +123,7 @@ class RowSampler {
     int32_t last = -1;
     for (size_t j = 0; j < n_; ++j) {
       if (!(y_[j] > cut.thr || (y_[j] == cut.thr && tiesSeen++ < cut.ties))) continue;
+      if (e_[j] == 0) continue;  // never return a token of probability 0, even when rounding runs past the end
       acc += e_[j];
       last = static_cast<int32_t>(j);
       if (acc > target) return last;
@@ -129,10 +132,13 @@ class RowSampler {
   }
 
  private:
+  // Non-increasing in v: larger logits get lower bins.
   int binOf(float v) const {
     if (!(v > -std::numeric_limits<float>::infinity())) return kBins - 1;
+    if (scale_ == 0) return 0;
     const float b = (ymax_ - v) * scale_;
-    return b >= kBins - 1 ? kBins - 1 : static_cast<int>(b);
+    if (!(b < kBins - 1)) return kBins - 1;  // also catches an overflow to inf
+    return b > 0 ? static_cast<int>(b) : 0;
   }
 
   // Members of bin b, ordered by (y desc, index asc).
@@ -231,7 +237,9 @@ bool sampleRow(const float* x, size_t n, const SamplingParams& p, int64_t positi
 
   int32_t token;
   double logprob;
-  if (p.temperature == 0) {  // greedy: the first maximum; logprob under softmax of y
+  // Greedy below vLLM's sampling epsilon: 1/T would overflow for tiny temperatures.
+  constexpr float kGreedyBelow = 1e-5f;
+  if (p.temperature < kGreedyBelow) {  // greedy: the first maximum; logprob under softmax of y
     token = static_cast<int32_t>(rowFindFirst(y, n, proc.max));
     logprob = static_cast<double>(y[token]) - proc.lse();
   } else {

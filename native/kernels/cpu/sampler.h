@@ -17,7 +17,7 @@
 namespace swerl {
 
 struct SamplingParams {
-  float temperature = 1;  // 0 = greedy
+  float temperature = 1;  // below 1e-5 (vLLM's epsilon): greedy
   int32_t topK = 0;       // 0 = off
   float topP = 1, minP = 0;
   uint64_t seed = 0;
