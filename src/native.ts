@@ -115,6 +115,8 @@ export interface NativeBinding {
     rolloutLogprobs: Float32Array | null,
     config: NativePolicyLossConfig,
     chunkTokens: number,
+    gradHidden?: Float32Array,
+    gradWeight?: Float32Array,
   ): {
     loss: number;
     gradHidden: Float32Array;
@@ -132,6 +134,8 @@ export interface NativeBinding {
     targets: Int32Array,
     mask: Float32Array,
     chunkTokens: number,
+    gradHidden?: Float32Array,
+    gradWeight?: Float32Array,
   ): { loss: number; gradHidden: Float32Array; gradWeight: Float32Array; logprobs: Float32Array };
   /** C [M, N] = a [M, K] · b ([K, N], or [N, K] when bTransposed). */
   gemm(a: Float32Array, b: Float32Array, M: number, N: number, K: number, bTransposed: boolean): Float32Array;

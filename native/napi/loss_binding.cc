@@ -148,9 +148,21 @@ static LmHead readLmHead(const Napi::CallbackInfo& info, size_t T, size_t chunkA
                 static_cast<size_t>(H), static_cast<size_t>(V), static_cast<size_t>(chunk)};
 }
 
-static Napi::Object fusedResult(Napi::Env env, const LmHead& h, TokenLoss& loss) {
-  Napi::Float32Array dHidden = Napi::Float32Array::New(env, h.tokens * h.hiddenSize);
-  Napi::Float32Array dWeight = Napi::Float32Array::New(env, h.vocab * h.hiddenSize);  // zero-filled
+// Output buffers at info[i] (gradHidden) and info[i + 1] (gradWeight, accumulated into: dW += ...),
+// or new ones (a new gradWeight starts at zero).
+static Napi::Float32Array outBuffer(const Napi::CallbackInfo& info, size_t i, const char* name, size_t n) {
+  if (info.Length() > i && !info[i].IsUndefined() && !info[i].IsNull()) {
+    Napi::Float32Array a = argFloat32Array(info, i, name);
+    require(info.Env(), a.ElementLength() == n, std::string(name) + " has the wrong length");
+    return a;
+  }
+  return Napi::Float32Array::New(info.Env(), n);
+}
+
+static Napi::Object fusedResult(const Napi::CallbackInfo& info, size_t outArg, const LmHead& h, TokenLoss& loss) {
+  Napi::Env env = info.Env();
+  Napi::Float32Array dHidden = outBuffer(info, outArg, "gradHidden", h.tokens * h.hiddenSize);
+  Napi::Float32Array dWeight = outBuffer(info, outArg + 1, "gradWeight", h.vocab * h.hiddenSize);
   Napi::Float32Array logprobs = Napi::Float32Array::New(env, h.tokens);
   fusedLmHeadLoss(h, loss, dHidden.Data(), dWeight.Data(), logprobs.Data());
   const PolicyLossResult r = loss.result();
@@ -166,7 +178,7 @@ static Napi::Object fusedResult(Napi::Env env, const LmHead& h, TokenLoss& loss)
 }
 
 // policyLossFused(hidden, weight, hiddenSize, vocab, targets, oldLogprobs, advantages, mask, seqIds|null,
-//                 refLogprobs|null, rolloutLogprobs|null, config, chunkTokens)
+//                 refLogprobs|null, rolloutLogprobs|null, config, chunkTokens, gradHidden?, gradWeight?)
 Napi::Value PolicyLossFused(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&]() -> Napi::Value {
@@ -180,11 +192,11 @@ Napi::Value PolicyLossFused(const Napi::CallbackInfo& info) {
     readPolicyTokens(info, 5, T, in);
     require(env, info.Length() > 11 && info[11].IsObject(), "config must be an object");
     TokenLoss loss(in, parseConfig(info[11].As<Napi::Object>()));
-    return fusedResult(env, h, loss);
+    return fusedResult(info, 13, h, loss);
   });
 }
 
-// sftLossFused(hidden, weight, hiddenSize, vocab, targets, mask, chunkTokens)
+// sftLossFused(hidden, weight, hiddenSize, vocab, targets, mask, chunkTokens, gradHidden?, gradWeight?)
 Napi::Value SftLossFused(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&]() -> Napi::Value {
@@ -194,7 +206,7 @@ Napi::Value SftLossFused(const Napi::CallbackInfo& info) {
     const float* mask = optionalFloats(info, 5, "mask", T);
     require(env, mask != nullptr, "mask is required");
     TokenLoss loss(T, h.vocab, targets.Data(), mask);
-    return fusedResult(env, h, loss);
+    return fusedResult(info, 7, h, loss);
   });
 }
 

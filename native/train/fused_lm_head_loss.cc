@@ -13,9 +13,12 @@ void fusedLmHeadLoss(const LmHead& h, TokenLoss& loss, float* dHidden, float* dW
   SWERL_CHECK(h.chunkTokens >= 1, InvalidArgument, "chunkTokens must be >= 1");
   const size_t T = h.tokens, H = h.hiddenSize, V = h.vocab;
   const size_t chunk = std::min(h.chunkTokens, std::max<size_t>(T, 1));
-  std::vector<float> logits(chunk * V);  // the only [*, V] buffer: logits, then their gradient
-  const MatView W{h.weight, H, 1};       // W[v, h]
-  const MatView Wt{h.weight, 1, H};      // Wᵀ: element (h, v)
+  // The only [*, V] buffer: logits, then their gradient. Kept between calls: first-touching
+  // chunk × V floats again on every call would cost page faults comparable to the loss itself.
+  thread_local std::vector<float> logits;
+  if (logits.size() < chunk * V) logits.resize(chunk * V);
+  const MatView W{h.weight, H, 1};   // W[v, h]
+  const MatView Wt{h.weight, 1, H};  // Wᵀ: element (h, v)
   for (size_t t0 = 0; t0 < T; t0 += chunk) {
     const size_t n = std::min(chunk, T - t0);
     const float* X = h.hidden + t0 * H;

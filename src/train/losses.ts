@@ -118,8 +118,16 @@ export interface LmHeadInputs {
 
 /** Options of the fused losses. */
 export interface FusedLossOptions {
-  /** Tokens per chunk (default 64): peak extra memory is chunkTokens × vocab floats. */
+  /** Tokens per chunk (default 256): peak extra memory is chunkTokens × vocab floats. */
   chunkTokens?: number;
+  /** Write d loss / d hidden here ([T, hiddenSize]) instead of a new array. */
+  gradHidden?: Float32Array;
+  /**
+   * Accumulate d loss / d weight into this [vocab, hiddenSize] array (gradient accumulation:
+   * gradWeight += ...), instead of a new zeroed one. Reusing it also spares first-touching
+   * vocab × hiddenSize floats on every call.
+   */
+  gradWeight?: Float32Array;
 }
 
 /** Result of {@link policyLossFused}: the gradients with respect to the hidden states and the weight. */
@@ -164,7 +172,7 @@ export function policyLossFused(
     optionalArray(o, 'refLogprobs', Float32Array, T) ?? null,
     optionalArray(o, 'rolloutLogprobs', Float32Array, T) ?? null,
     config,
-    chunkTokens(options),
+    ...fusedOptions(options, T, o.hiddenSize as number, o.vocab as number),
   );
 }
 
@@ -182,7 +190,7 @@ export function sftLossFused(
     o.vocab as number,
     o.targets as Int32Array,
     requiredFloats(o, 'mask', T),
-    chunkTokens(options),
+    ...fusedOptions(options, T, o.hiddenSize as number, o.vocab as number),
   );
 }
 
@@ -200,9 +208,24 @@ function checkLmHead(o: Record<string, unknown>): number {
   return T;
 }
 
-function chunkTokens(options: unknown): number {
+function fusedOptions(
+  options: unknown,
+  T: number,
+  H: number,
+  V: number,
+): [number, Float32Array | undefined, Float32Array | undefined] {
   const o = checkObject('options', options);
-  return checkInteger('chunkTokens', o.chunkTokens ?? 64, 1, 1 << 20);
+  const buffer = (name: string, n: number): Float32Array | undefined => {
+    const v = o[name];
+    if (v === undefined) return undefined;
+    if (!(v instanceof Float32Array) || v.length !== n) throw invalidArgument(name, `a Float32Array of ${n} values`, v);
+    return v;
+  };
+  return [
+    checkInteger('chunkTokens', o.chunkTokens ?? 256, 1, 1 << 20),
+    buffer('gradHidden', T * H),
+    buffer('gradWeight', V * H),
+  ];
 }
 
 /** Masked mean cross-entropy −Σ m·logp / Σ m (0 when Σ m = 0), its gradient and the logprobs. */
