@@ -137,6 +137,21 @@ describe('fused LM-head losses', () => {
     }
   });
 
+  it('accumulates into a given gradWeight and writes a given gradHidden', () => {
+    const s = setup(5, 8, 40, 11);
+    const once = sftLossFused({ ...s, hiddenSize: s.H, vocab: s.V });
+    const gradWeight = new Float32Array(s.V * s.H);
+    const gradHidden = new Float32Array(s.T * s.H).fill(7);
+    for (let i = 0; i < 2; i++) sftLossFused({ ...s, hiddenSize: s.H, vocab: s.V }, { gradWeight, gradHidden });
+    expect(
+      maxRelErr(
+        gradWeight,
+        once.gradWeight.map((x) => 2 * x),
+      ),
+    ).toBeLessThan(1e-6);
+    expect(Array.from(gradHidden)).toEqual(Array.from(once.gradHidden));
+  });
+
   it('rejects bad shapes with INVALID_ARGUMENT and non-finite weights with NON_FINITE_LOGITS', () => {
     const s = setup(4, 8, 20, 3);
     const code = (fn: () => unknown) => {
