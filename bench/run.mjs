@@ -4,7 +4,7 @@
  * date, per-suite details). The machine suite always runs first: the other suites report their
  * figures against its limits.
  *
- * Usage: node bench/run.mjs [--suite machine|kv]... [--quick] [--out PATH]
+ * Usage: node bench/run.mjs [--suite machine|kv|sample|loss]... [--quick] [--out PATH]
  *   --suite  run only these suites (repeatable or comma-separated; machine always runs)
  *   --quick  short run (smoke test)
  *   --out    results path (default bench/results/latest.json; meta goes next to it as *.meta.json)
@@ -18,12 +18,14 @@ import { parseArgs } from 'node:util';
 import { nativeInfo } from '../dist/index.js';
 import { kvSuite } from './kv.mjs';
 import { progress, Report, writeJson } from './lib.mjs';
+import { lossSuite } from './loss.mjs';
 import { machineSuite } from './machine.mjs';
+import { sampleSuite } from './sample.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
 /** Suites other than machine, in run order. */
-const SUITES = { kv: kvSuite };
+const SUITES = { kv: kvSuite, sample: sampleSuite, loss: lossSuite };
 
 const { values } = parseArgs({
   options: {
@@ -36,7 +38,7 @@ const { values } = parseArgs({
 
 if (values.help) {
   process.stdout.write(
-    'node bench/run.mjs [--suite machine|kv]... [--quick] [--out PATH]\n' +
+    'node bench/run.mjs [--suite machine|kv|sample|loss]... [--quick] [--out PATH]\n' +
       '  writes bench/results/latest.json and latest.meta.json\n',
   );
   process.exit(0);
