@@ -18,12 +18,14 @@
 #include "common/error.h"
 #include "common/thread_pool.h"
 #include "kernels/cpu/row_softmax.h"
+#include "kernels/cpu/sampler_kernels.h"
 
 namespace swerl {
 
 namespace {
 
-constexpr int kBins = 2048;
+constexpr int kBins = kSamplerBins;
+constexpr size_t kDrawBlock = 256;  // the draw skips whole blocks by their kept mass
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
@@ -62,13 +64,25 @@ class RowSampler {
     scale_ = std::isfinite(span) && std::isfinite(scale) ? scale : 0;
     ymax_ = ymax;
     s_.bin.resize(n);
-    s_.count.assign(kBins, 0);
-    s_.mass.assign(kBins, 0.0);
-    for (size_t j = 0; j < n; ++j) {
-      const int b = binOf(y[j]);
-      s_.bin[j] = b;
-      ++s_.count[b];
-      s_.mass[b] += e[j];
+    rowBins(y, n, ymax, scale_, s_.bin.data());
+    // Four interleaved histograms, summed after: consecutive elements often share a bin, and
+    // one histogram would chain every update on the previous one's store.
+    s_.count.assign(4 * kBins, 0);
+    s_.mass.assign(4 * kBins, 0.0);
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4)
+      for (size_t l = 0; l < 4; ++l) {
+        const int32_t b = s_.bin[j + l] + static_cast<int32_t>(l) * kBins;
+        ++s_.count[b];
+        s_.mass[b] += e[j + l];
+      }
+    for (; j < n; ++j) {
+      ++s_.count[s_.bin[j]];
+      s_.mass[s_.bin[j]] += e[j];
+    }
+    for (int b = 0; b < kBins; ++b) {
+      s_.count[b] += s_.count[kBins + b] + s_.count[2 * kBins + b] + s_.count[3 * kBins + b];
+      s_.mass[b] += (s_.mass[kBins + b] + s_.mass[2 * kBins + b]) + s_.mass[3 * kBins + b];
     }
   }
 
@@ -115,37 +129,49 @@ class RowSampler {
     return within;
   }
 
-  // Inverse-CDF draw over the kept set, in index order.
+  // Inverse-CDF draw over the kept set, in index order. Blocks without a tie of the threshold
+  // are skipped by their kept mass (vectorised); the block where the CDF crosses, and blocks
+  // holding ties (kept only up to cut.ties, in index order), go one element at a time.
   int32_t draw(const Cut& cut, double total, double u) {
     const double target = u * total;
     double acc = 0;
     size_t tiesSeen = 0;
-    int32_t last = -1;
-    for (size_t j = 0; j < n_; ++j) {
-      if (!(y_[j] > cut.thr || (y_[j] == cut.thr && tiesSeen++ < cut.ties))) continue;
-      if (e_[j] == 0) continue;  // never return a token of probability 0, even when rounding runs past the end
-      acc += e_[j];
-      last = static_cast<int32_t>(j);
-      if (acc > target) return last;
+    int32_t last = -1;  // the last kept token with mass, for when rounding runs past the end
+    for (size_t b0 = 0; b0 < n_; b0 += kDrawBlock) {
+      const size_t len = std::min(kDrawBlock, n_ - b0);
+      const bool ties = cut.thr > -std::numeric_limits<float>::infinity() && rowContains(y_ + b0, len, cut.thr);
+      if (!ties) {
+        const double blockMass = rowMaskedSumAbove(y_ + b0, e_ + b0, len, cut.thr);
+        if (blockMass == 0) continue;
+        if (acc + blockMass <= target) {
+          acc += blockMass;
+          for (size_t j = b0 + len; j-- > b0;)
+            if (y_[j] > cut.thr && e_[j] > 0) {
+              last = static_cast<int32_t>(j);
+              break;
+            }
+          continue;
+        }
+      }
+      for (size_t j = b0; j < b0 + len; ++j) {
+        if (!(y_[j] > cut.thr || (y_[j] == cut.thr && tiesSeen++ < cut.ties))) continue;
+        if (e_[j] == 0) continue;  // never return a token of probability 0
+        acc += e_[j];
+        last = static_cast<int32_t>(j);
+        if (acc > target) return last;
+      }
     }
-    return last;  // rounding left u·total just above the running sum
+    return last;
   }
 
  private:
-  // Non-increasing in v: larger logits get lower bins.
-  int binOf(float v) const {
-    if (!(v > -std::numeric_limits<float>::infinity())) return kBins - 1;
-    if (scale_ == 0) return 0;
-    const float b = (ymax_ - v) * scale_;
-    if (!(b < kBins - 1)) return kBins - 1;  // also catches an overflow to inf
-    return b > 0 ? static_cast<int>(b) : 0;
-  }
+  int binOf(float v) const { return samplerBin(v, ymax_, scale_); }
 
   // Members of bin b, ordered by (y desc, index asc).
   void sortBin(int b) {
-    s_.members.clear();
-    for (size_t j = 0; j < n_; ++j)
-      if (s_.bin[j] == b) s_.members.push_back(static_cast<int32_t>(j));
+    s_.members.resize(s_.count[b]);
+    const size_t k = rowCollectBin(s_.bin.data(), n_, b, s_.members.data());
+    SWERL_ASSERT(k == s_.count[b]);
     std::sort(s_.members.begin(), s_.members.end(),
               [&](int32_t a, int32_t c) { return y_[a] > y_[c] || (y_[a] == y_[c] && a < c); });
   }
@@ -252,15 +278,13 @@ bool sampleRow(const float* x, size_t n, const SamplingParams& p, int64_t positi
     size_t keep = k;
     if (p.minP > 0) {
       size_t minpCount = 0;
-      for (size_t j = 0; j < n; ++j) minpCount += s.e[j] >= p.minP;
+      for (size_t j = 0; j < n; ++j) minpCount += s.e[j] >= p.minP ? 1 : 0;
       keep = std::min(keep, std::max<size_t>(minpCount, 1));
     }
     Cut cut;
     double mass = total;
     if (keep < n || p.topP < 1) {
-      float ymin = std::numeric_limits<float>::infinity();
-      for (size_t j = 0; j < n; ++j)
-        if (y[j] < ymin && y[j] > -std::numeric_limits<float>::infinity()) ymin = y[j];
+      const float ymin = rowFiniteMin(y, n);
       RowSampler rs(y, s.e.data(), n, proc.max, ymin, s);
       if (keep < n) cut = rs.prefixByCount(keep, mass);
       if (p.topP < 1) cut = rs.prefixByMass(cut, p.topP * mass, mass);
