@@ -117,18 +117,22 @@ TokenLoss::TokenLoss(size_t tokens, size_t vocab, const int32_t* targets, const 
 
 void TokenLoss::processRows(const float* logits, size_t t0, size_t n, float* grad, float* logprobs) {
   const size_t V = in_.vocab;
+  // Pass 1 keeps exp(x − max) in the gradient rows, so pass 2 needs no exp. Pass 2 also needs x
+  // for the entropy term, so an in-place call with an entropy bonus recomputes instead.
+  const bool keepExp = sft_ || cfg_.entropyCoef == 0 || grad != logits;
   // Pass 1 (parallel): row statistics.
   std::vector<RowInfo> info(n);
   std::vector<char> finite(n, 1);
   forEachRow(n, V, [&](size_t i) {
     const float* row = logits + i * V;
-    const RowSoftmaxStats st = rowSoftmaxStats(row, V);
+    const float target = row[in_.targets[t0 + i]];  // before the row may be overwritten
+    const RowSoftmaxStats st = rowSoftmaxStats(row, V, keepExp ? grad + i * V : nullptr);
     if (!st.finite) {
       finite[i] = 0;
       return;
     }
     const double lse = st.lse();
-    info[i] = RowInfo{lse, st.entropy(), static_cast<double>(row[in_.targets[t0 + i]]) - lse};
+    info[i] = RowInfo{lse, st.entropy(), static_cast<double>(target) - lse, st.sumExp};
   });
   for (size_t i = 0; i < n; ++i)
     SWERL_CHECK(finite[i], NonFiniteLogits,
@@ -147,8 +151,12 @@ void TokenLoss::processRows(const float* logits, size_t t0, size_t n, float* gra
       return;
     }
     // g_j = p_j·(−c + e·H) + e·p_j·(x_j − lse), plus c at the target.
-    rowSoftmaxGrad(logits + i * V, V, info[i].lse, static_cast<float>(-c[i] + e[i] * info[i].entropy),
-                   static_cast<float>(e[i]), g);
+    const float a = static_cast<float>(-c[i] + e[i] * info[i].entropy), b = static_cast<float>(e[i]);
+    if (keepExp)
+      rowScaleGrad(g, b != 0 ? logits + i * V : nullptr, V, static_cast<float>(1.0 / info[i].sumExp), a, b,
+                   static_cast<float>(info[i].lse), g);
+    else
+      rowSoftmaxGrad(logits + i * V, V, info[i].lse, a, b, g);
     g[in_.targets[t0 + i]] += static_cast<float>(c[i]);
   });
 }

@@ -57,7 +57,7 @@ class TokenLoss {
 
  private:
   struct RowInfo {
-    double lse, entropy, logp;
+    double lse, entropy, logp, sumExp;
   };
   void tokenTerm(size_t t, const RowInfo& info, double& c, double& e);
 

@@ -75,6 +75,35 @@ describe('gemm', () => {
   });
 });
 
+describe('gradient buffers', () => {
+  for (const entropyCoef of [0, 0.01]) {
+    it(`policyLoss writes the same gradient in place, into a reused buffer and into a new one (entropyCoef ${entropyCoef})`, () => {
+      const r = rng(5);
+      const [T, V] = [9, 700];
+      const logits = randomArray(T * V, r, 4);
+      const targets = Int32Array.from({ length: T }, (_, t) => (t * 37) % V);
+      const a = {
+        vocab: V,
+        targets,
+        mask: new Float32Array(T).fill(1),
+        advantages: Float32Array.from({ length: T }, (_, t) => (t % 2 ? 1 : -1)),
+        oldLogprobs: new Float32Array(T).fill(-Math.log(V)),
+      };
+      const cfg = { entropyCoef };
+      const fresh = policyLoss({ ...a, logits }, cfg);
+      const reused = new Float32Array(T * V).fill(123);
+      const intoReused = policyLoss({ ...a, logits }, cfg, { gradLogits: reused });
+      expect(intoReused.gradLogits).toBe(reused);
+      expect(Buffer.from(reused.buffer).equals(Buffer.from(fresh.gradLogits.buffer))).toBe(true);
+      const inPlace = logits.slice();
+      const r2 = policyLoss({ ...a, logits: inPlace }, cfg, { gradLogits: inPlace });
+      expect(r2.loss).toBe(fresh.loss);
+      expect(Buffer.from(r2.logprobs.buffer).equals(Buffer.from(fresh.logprobs.buffer))).toBe(true);
+      expect(maxRelErr(inPlace, fresh.gradLogits)).toBeLessThan(1e-6);
+    });
+  }
+});
+
 describe('fused LM-head losses', () => {
   function setup(T: number, H: number, V: number, seed: number) {
     const r = rng(seed);

@@ -49,19 +49,21 @@ float rowMaxScalar(const float* x, size_t n, bool& finite, bool& noNanOrPosInf) 
   return m;
 }
 
-void rowChunkStatsScalar(const float* x, size_t n, float max, float& sumExp, float& sumExpX) {
+void rowChunkStatsScalar(const float* x, size_t n, float max, float& sumExp, float& sumExpX, float* expOut) {
   float s[8] = {0}, q[8] = {0};  // 8 lanes, like the AVX2 path's accumulators
   size_t i = 0;
   for (; i + 8 <= n; i += 8)
     for (int l = 0; l < 8; ++l) {
       const float d = x[i + l] - max;
       const float e = expNonPositive(d);
+      if (expOut) expOut[i + l] = e;
       s[l] += e;
       q[l] += e * (d > -87.0f ? d : -87.0f);  // e is 0 there; keeps −Inf out of the sum
     }
   for (; i < n; ++i) {
     const float d = x[i] - max;
     const float e = expNonPositive(d);
+    if (expOut) expOut[i] = e;
     s[0] += e;
     q[0] += e * (d > -87.0f ? d : -87.0f);
   }
@@ -78,7 +80,7 @@ void rowSoftmaxGradScalar(const float* x, size_t n, float lse, float a, float b,
 
 }  // namespace
 
-RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n) {
+RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n, float* expOut) {
   const bool avx2 = simdLevel() == SimdLevel::Avx2Fma;
   RowSoftmaxStats st{};
   bool sane = false;
@@ -88,10 +90,11 @@ RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n) {
   for (size_t c = 0; c < n; c += kRowChunk) {
     const size_t len = n - c < kRowChunk ? n - c : kRowChunk;
     float s, q;
+    float* eo = expOut ? expOut + c : nullptr;
     if (avx2)
-      rowChunkStatsAvx2(x + c, len, st.max, s, q);
+      rowChunkStatsAvx2(x + c, len, st.max, s, q, eo);
     else
-      rowChunkStatsScalar(x + c, len, st.max, s, q);
+      rowChunkStatsScalar(x + c, len, st.max, s, q, eo);
     st.sumExp += s;
     st.sumExpX += q;
   }
@@ -127,6 +130,16 @@ double rowExpScaled(const float* x, size_t n, float max, float scale, float* out
     }
   }
   return sum;
+}
+
+void rowScaleGrad(const float* e, const float* x, size_t n, float invSum, float a, float b, float lse, float* out) {
+  if (simdLevel() == SimdLevel::Avx2Fma) return rowScaleGradAvx2(e, x, n, invSum, a, b, lse, out);
+  if (x == nullptr) {
+    const float k = invSum * a;
+    for (size_t i = 0; i < n; ++i) out[i] = e[i] * k;
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) out[i] = e[i] * invSum * (a + b * (x[i] - lse));
 }
 
 void rowSoftmaxGrad(const float* x, size_t n, double lse, float a, float b, float* out) {

@@ -24,7 +24,15 @@ struct RowSoftmaxStats {
   double entropy() const;
 };
 
-RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n);
+/** The row's statistics; with expOut, also writes exp(x_j − max) there (expOut may be x itself). */
+RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n, float* expOut = nullptr);
+
+/**
+ * out[j] = e_j · invSum · (a + b · (x_j − lse)) from stored e_j = exp(x_j − max): the gradient
+ * of rowSoftmaxGrad without recomputing exp. x may be null when b == 0 (then out may alias e).
+ */
+void rowScaleGrad(const float* e, const float* x, size_t n, float invSum, float a, float b, float lse, float* out);
+void rowScaleGradAvx2(const float* e, const float* x, size_t n, float invSum, float a, float b, float lse, float* out);
 
 /**
  * out[j] = exp((x_j − max) · scale) (0 for −Inf x_j); returns Σ out in the fixed chunk order.
@@ -39,7 +47,7 @@ double rowExpScaled(const float* x, size_t n, float max, float scale, float* out
 void rowSoftmaxGrad(const float* x, size_t n, double lse, float a, float b, float* out);
 
 // Single-threaded kernels; *Avx2 ones only after the run-time check (kernels/cpu/row_softmax_avx2.cc).
-void rowChunkStatsAvx2(const float* x, size_t n, float max, float& sumExp, float& sumExpX);
+void rowChunkStatsAvx2(const float* x, size_t n, float max, float& sumExp, float& sumExpX, float* expOut);
 float rowMaxAvx2(const float* x, size_t n, bool& finite, bool& noNanOrPosInf);
 float rowExpScaledChunkAvx2(const float* x, size_t n, float max, float scale, float* out);
 void rowSoftmaxGradAvx2(const float* x, size_t n, float lse, float a, float b, float* out);

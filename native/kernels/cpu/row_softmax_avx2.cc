@@ -79,7 +79,7 @@ size_t rowFindFirstAvx2(const float* x, size_t n, float v) {
   return n;
 }
 
-void rowChunkStatsAvx2(const float* x, size_t n, float max, float& sumExp, float& sumExpX) {
+void rowChunkStatsAvx2(const float* x, size_t n, float max, float& sumExp, float& sumExpX, float* expOut) {
   const __m256 m = _mm256_set1_ps(max), lo = _mm256_set1_ps(-87.0f);
   __m256 s = _mm256_setzero_ps(), q = _mm256_setzero_ps();
   __m256 s2 = _mm256_setzero_ps(), q2 = _mm256_setzero_ps();  // a second chain hides add latency
@@ -88,6 +88,10 @@ void rowChunkStatsAvx2(const float* x, size_t n, float max, float& sumExp, float
     const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), m);
     const __m256 d2 = _mm256_sub_ps(_mm256_loadu_ps(x + i + 8), m);
     const __m256 e = exp8(d), e2 = exp8(d2);
+    if (expOut) {
+      _mm256_storeu_ps(expOut + i, e);
+      _mm256_storeu_ps(expOut + i + 8, e2);
+    }
     s = _mm256_add_ps(s, e);
     s2 = _mm256_add_ps(s2, e2);
     q = _mm256_fmadd_ps(e, _mm256_max_ps(d, lo), q);
@@ -98,6 +102,7 @@ void rowChunkStatsAvx2(const float* x, size_t n, float max, float& sumExp, float
   for (; i + 8 <= n; i += 8) {
     const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), m);
     const __m256 e = exp8(d);
+    if (expOut) _mm256_storeu_ps(expOut + i, e);
     s = _mm256_add_ps(s, e);
     q = _mm256_fmadd_ps(e, _mm256_max_ps(d, _mm256_set1_ps(-87.0f)), q);  // e is 0 below; no −Inf
   }
@@ -105,6 +110,7 @@ void rowChunkStatsAvx2(const float* x, size_t n, float max, float& sumExp, float
   for (; i < n; ++i) {
     const float d = x[i] - max;
     const float e = expNonPositive(d);
+    if (expOut) expOut[i] = e;
     ts += e;
     tq += e * (d > -87.0f ? d : -87.0f);
   }
@@ -139,6 +145,22 @@ float rowExpScaledChunkAvx2(const float* x, size_t n, float max, float scale, fl
   return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
 }
 
+void rowScaleGradAvx2(const float* e, const float* x, size_t n, float invSum, float a, float b, float lse, float* out) {
+  size_t i = 0;
+  if (x == nullptr) {
+    const __m256 k = _mm256_set1_ps(invSum * a);
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(e + i), k));
+    for (; i < n; ++i) out[i] = e[i] * (invSum * a);
+    return;
+  }
+  const __m256 vi = _mm256_set1_ps(invSum), va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b), vl = _mm256_set1_ps(lse);
+  for (; i + 8 <= n; i += 8) {
+    const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), vl);
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(e + i), vi), _mm256_fmadd_ps(vb, d, va)));
+  }
+  for (; i < n; ++i) out[i] = e[i] * invSum * (a + b * (x[i] - lse));
+}
+
 void rowSoftmaxGradAvx2(const float* x, size_t n, float lse, float a, float b, float* out) {
   const __m256 l = _mm256_set1_ps(lse), va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
   const __m256 zero = _mm256_setzero_ps();
@@ -162,7 +184,8 @@ namespace swerl {
 float rowMaxAvx2(const float*, size_t, bool& finite, bool& sane) { return finite = sane = false, 0.0f; }
 float rowExpScaledChunkAvx2(const float*, size_t, float, float, float*) { return 0; }
 size_t rowFindFirstAvx2(const float*, size_t n, float) { return n; }
-void rowChunkStatsAvx2(const float*, size_t, float, float&, float&) {}
+void rowChunkStatsAvx2(const float*, size_t, float, float&, float&, float*) {}
+void rowScaleGradAvx2(const float*, const float*, size_t, float, float, float, float, float*) {}
 float rowExpScaledChunkAvx2(const float* x, size_t n, float max, float scale, float* out) {
   const __m256 m = _mm256_set1_ps(max), sc = _mm256_set1_ps(scale);
   __m256 s = _mm256_setzero_ps();
@@ -180,6 +203,22 @@ float rowExpScaledChunkAvx2(const float* x, size_t n, float max, float scale, fl
     l[k % 8] += e;
   }
   return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
+void rowScaleGradAvx2(const float* e, const float* x, size_t n, float invSum, float a, float b, float lse, float* out) {
+  size_t i = 0;
+  if (x == nullptr) {
+    const __m256 k = _mm256_set1_ps(invSum * a);
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(e + i), k));
+    for (; i < n; ++i) out[i] = e[i] * (invSum * a);
+    return;
+  }
+  const __m256 vi = _mm256_set1_ps(invSum), va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b), vl = _mm256_set1_ps(lse);
+  for (; i + 8 <= n; i += 8) {
+    const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), vl);
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(e + i), vi), _mm256_fmadd_ps(vb, d, va)));
+  }
+  for (; i < n; ++i) out[i] = e[i] * invSum * (a + b * (x[i] - lse));
 }
 
 void rowSoftmaxGradAvx2(const float*, size_t, float, float, float, float*) {}
