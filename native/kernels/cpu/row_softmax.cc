@@ -1,12 +1,15 @@
 // Row softmax statistics and gradients: portable code and run-time AVX2 dispatch.
 #include "kernels/cpu/row_softmax.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "common/cpu_features.h"
+#include "common/thread_pool.h"
 
 namespace swerl {
 
@@ -79,6 +82,83 @@ void rowSoftmaxGradScalar(const float* x, size_t n, float lse, float a, float b,
 }
 
 }  // namespace
+
+namespace {
+
+float rowMax(const float* x, size_t n, bool& finite, bool& sane) {
+  return simdLevel() == SimdLevel::Avx2Fma ? rowMaxAvx2(x, n, finite, sane) : rowMaxScalar(x, n, finite, sane);
+}
+
+void chunkStats(const float* x, size_t len, float max, float& s, float& q, float* expOut) {
+  if (simdLevel() == SimdLevel::Avx2Fma)
+    rowChunkStatsAvx2(x, len, max, s, q, expOut);
+  else
+    rowChunkStatsScalar(x, len, max, s, q, expOut);
+}
+
+// Runs fn(chunk) for every kRowChunk chunk of an n-element row, split over the pool.
+template <typename Fn>
+void forChunksParallel(size_t n, Fn fn) {
+  const size_t chunks = (n + kRowChunk - 1) / kRowChunk;
+  ThreadPool& pool = ThreadPool::global();
+  const size_t tasks = std::min<size_t>(static_cast<size_t>(pool.size()), chunks);
+  if (tasks <= 1) {
+    for (size_t c = 0; c < chunks; ++c) fn(c);
+    return;
+  }
+  pool.run(static_cast<int>(tasks), [&](int t) {
+    for (size_t c = chunks * t / tasks; c < chunks * (t + 1) / tasks; ++c) fn(c);
+  });
+}
+
+}  // namespace
+
+RowSoftmaxStats rowSoftmaxStatsParallel(const float* x, size_t n, float* expOut) {
+  const size_t chunks = (n + kRowChunk - 1) / kRowChunk;
+  std::vector<float> maxes(chunks), s(chunks), q(chunks);
+  std::vector<char> fin(chunks), san(chunks);
+  forChunksParallel(n, [&](size_t c) {
+    bool f = false, sa = false;
+    maxes[c] = rowMax(x + c * kRowChunk, std::min(kRowChunk, n - c * kRowChunk), f, sa);
+    fin[c] = f;
+    san[c] = sa;
+  });
+  RowSoftmaxStats st{};
+  st.max = -std::numeric_limits<float>::infinity();
+  bool finite = true, sane = true;
+  for (size_t c = 0; c < chunks; ++c) {
+    st.max = maxes[c] > st.max ? maxes[c] : st.max;
+    finite &= fin[c] != 0;
+    sane &= san[c] != 0;
+  }
+  st.finite = finite;
+  st.valid = n > 0 && sane && st.max > -std::numeric_limits<float>::infinity();
+  if (!st.valid) return st;
+  forChunksParallel(n, [&](size_t c) {
+    const size_t off = c * kRowChunk;
+    chunkStats(x + off, std::min(kRowChunk, n - off), st.max, s[c], q[c], expOut ? expOut + off : nullptr);
+  });
+  for (size_t c = 0; c < chunks; ++c) {
+    st.sumExp += s[c];
+    st.sumExpX += q[c];
+  }
+  return st;
+}
+
+double rowExpScaledParallel(const float* x, size_t n, float max, float scale, float* out, double* chunkSums) {
+  const size_t chunks = (n + kRowChunk - 1) / kRowChunk;
+  std::vector<double> parts(chunks);
+  forChunksParallel(n, [&](size_t c) {
+    const size_t off = c * kRowChunk;
+    parts[c] = rowExpScaled(x + off, std::min(kRowChunk, n - off), max, scale, out + off);
+  });
+  double sum = 0;
+  for (size_t c = 0; c < chunks; ++c) {
+    sum += parts[c];
+    if (chunkSums) chunkSums[c] = parts[c];
+  }
+  return sum;
+}
 
 RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n, float* expOut) {
   const bool avx2 = simdLevel() == SimdLevel::Avx2Fma;

@@ -28,6 +28,14 @@ struct RowSoftmaxStats {
 RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n, float* expOut = nullptr);
 
 /**
+ * The same two functions with the row split over the thread pool, for batches with fewer rows
+ * than threads. Bitwise equal to the serial ones (the same chunk partials, combined in the same
+ * order). Not to be called from inside a pool task.
+ */
+RowSoftmaxStats rowSoftmaxStatsParallel(const float* x, size_t n, float* expOut = nullptr);
+double rowExpScaledParallel(const float* x, size_t n, float max, float scale, float* out, double* chunkSums);
+
+/**
  * out[j] = e_j · invSum · (a + b · (x_j − lse)) from stored e_j = exp(x_j − max): the gradient
  * of rowSoftmaxGrad without recomputing exp. x may be null when b == 0 (then out may alias e).
  */
