@@ -186,41 +186,6 @@ float rowExpScaledChunkAvx2(const float*, size_t, float, float, float*) { return
 size_t rowFindFirstAvx2(const float*, size_t n, float) { return n; }
 void rowChunkStatsAvx2(const float*, size_t, float, float&, float&, float*) {}
 void rowScaleGradAvx2(const float*, const float*, size_t, float, float, float, float, float*) {}
-float rowExpScaledChunkAvx2(const float* x, size_t n, float max, float scale, float* out) {
-  const __m256 m = _mm256_set1_ps(max), sc = _mm256_set1_ps(scale);
-  __m256 s = _mm256_setzero_ps();
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 e = exp8(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), m), sc));
-    _mm256_storeu_ps(out + i, e);
-    s = _mm256_add_ps(s, e);
-  }
-  alignas(32) float l[8];
-  _mm256_store_ps(l, s);
-  for (size_t k = 0; i < n; ++i, ++k) {
-    const float e = expNonPositive((x[i] - max) * scale);
-    out[i] = e;
-    l[k % 8] += e;
-  }
-  return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
-}
-
-void rowScaleGradAvx2(const float* e, const float* x, size_t n, float invSum, float a, float b, float lse, float* out) {
-  size_t i = 0;
-  if (x == nullptr) {
-    const __m256 k = _mm256_set1_ps(invSum * a);
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(e + i), k));
-    for (; i < n; ++i) out[i] = e[i] * (invSum * a);
-    return;
-  }
-  const __m256 vi = _mm256_set1_ps(invSum), va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b), vl = _mm256_set1_ps(lse);
-  for (; i + 8 <= n; i += 8) {
-    const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), vl);
-    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(e + i), vi), _mm256_fmadd_ps(vb, d, va)));
-  }
-  for (; i < n; ++i) out[i] = e[i] * invSum * (a + b * (x[i] - lse));
-}
-
 void rowSoftmaxGradAvx2(const float*, size_t, float, float, float, float*) {}
 }  // namespace swerl
 
