@@ -260,12 +260,20 @@ const float* applyPenalties(const float* x, size_t n, const SamplingParams& p, S
 // splitRow: the row's exp passes run on the whole pool (batches with fewer rows than threads);
 // the results are the same bits either way.
 bool sampleRow(const float* x, size_t n, const SamplingParams& p, int64_t position, SampleResult& out, bool splitRow) {
-  auto stats = [&](const float* v) { return splitRow ? rowSoftmaxStatsParallel(v, n) : rowSoftmaxStats(v, n); };
-  const RowSoftmaxStats raw = stats(x);
-  if (!raw.valid) return false;
+  auto stats = [&](const float* v, float* expOut) {
+    return splitRow ? rowSoftmaxStatsParallel(v, n, expOut) : rowSoftmaxStats(v, n, expOut);
+  };
   Scratch& s = scratch();
+  // At temperature 1 without penalties the processed exps are the raw ones: keep them from the
+  // statistics pass. (The unfiltered draw wants chunk sums, which rowExpScaled gives.)
+  const bool filtered = (p.topK > 0 && static_cast<size_t>(p.topK) < n) || p.topP < 1 || p.minP > 0;
+  const bool reuseExp =
+      filtered && p.temperature == 1 && p.repetitionPenalty == 1 && p.presencePenalty == 0 && p.frequencyPenalty == 0;
+  if (reuseExp) s.e.resize(n);
+  const RowSoftmaxStats raw = stats(x, reuseExp ? s.e.data() : nullptr);
+  if (!raw.valid) return false;
   const float* y = applyPenalties(x, n, p, s);
-  const RowSoftmaxStats proc = y == x ? raw : stats(y);
+  const RowSoftmaxStats proc = y == x ? raw : stats(y, nullptr);
   if (!proc.valid) return false;
 
   int32_t token;
@@ -279,8 +287,9 @@ bool sampleRow(const float* x, size_t n, const SamplingParams& p, int64_t positi
     const float invT = 1.0f / p.temperature;
     s.e.resize(n);
     s.chunkSums.resize((n + kRowChunk - 1) / kRowChunk);
-    const double total = splitRow ? rowExpScaledParallel(y, n, proc.max, invT, s.e.data(), s.chunkSums.data())
-                                  : rowExpScaled(y, n, proc.max, invT, s.e.data(), s.chunkSums.data());
+    const double total = reuseExp   ? raw.sumExp
+                         : splitRow ? rowExpScaledParallel(y, n, proc.max, invT, s.e.data(), s.chunkSums.data())
+                                    : rowExpScaled(y, n, proc.max, invT, s.e.data(), s.chunkSums.data());
     const double u = samplingUniform(p.seed, position);
     const size_t k = p.topK > 0 && static_cast<size_t>(p.topK) < n ? static_cast<size_t>(p.topK) : n;
     size_t keep = k;
