@@ -23,8 +23,16 @@
       ]
     },
     {
+      "target_name": "swerl_avx512",
+      "type": "static_library",
+      "sources": ["<!@(node -p \"require('./native/sources.json').avx512.join(' ')\")"],
+      "conditions": [
+        ["target_arch=='x64'", { "cflags_cc": ["-mavx512f"] }]
+      ]
+    },
+    {
       "target_name": "swerl",
-      "dependencies": ["swerl_avx2"],
+      "dependencies": ["swerl_avx2", "swerl_avx512"],
       "libraries": ["-ldl"],
       "sources": [
         "<!@(node -p \"require('./native/sources.json').cpu.join(' ')\")",

@@ -45,6 +45,12 @@ export async function machineSuite(ctx) {
   const peakGflops1 = await n.measurePeakFma(fmaSeconds, 1);
   ctx.report.add({ name: 'machine.peak_fma_gflops.1thread', value: peakGflops1, unit: 'GFLOP/s' });
 
-  ctx.meta.machine = { threads, streamBytes: bytes, streamReps: reps, fmaSeconds };
+  ctx.meta.machine = {
+    threads,
+    streamBytes: bytes,
+    streamReps: reps,
+    fmaSeconds,
+    peakFmaIsa: n.nativeInfo().peakFmaIsa,
+  };
   return { threads, streamGbps, streamGbps1, peakGflops, peakGflops1 };
 }

@@ -24,6 +24,8 @@ export interface NativeInfoRaw {
   cudaRuntimeVersion: number;
   simd: string;
   threads: number;
+  /** The widest FMA the CPU has (the machine-limit probe uses it even where kernels do not). */
+  peakFmaIsa: string;
   errorCodes: string[];
 }
 

@@ -81,10 +81,35 @@ double measureStreamCopyGbps(size_t bytes, int reps, int threads) {
   return best;
 }
 
+namespace {
+
+bool cpuHasAvx512f() {
+#if defined(__x86_64__)
+  const char* forced = std::getenv("SWERL_SIMD");
+  if (forced != nullptr && std::strcmp(forced, "scalar") == 0) return false;
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f");
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+const char* peakFmaIsa() {
+  if (cpuHasAvx512f()) return "avx512f";
+  return simdLevelName(simdLevel());
+}
+
 double measurePeakFmaGflops(double seconds, int threads) {
   SWERL_CHECK(seconds > 0 && threads >= 1, InvalidArgument, "bad FMA benchmark parameters");
+  // The widest FMA the CPU has, whatever the kernels use: this is the machine's limit.
+  const bool avx512 = cpuHasAvx512f();
   const bool avx2 = simdLevel() == SimdLevel::Avx2Fma;
-  auto loop = [&](long iters, float seed) { return avx2 ? fmaLoopAvx2(iters, seed) : fmaLoopScalar(iters, seed); };
+  const double flopsPerIter = kFlopsPerFmaLoopIter * (avx512 ? 2 : 1);
+  auto loop = [&](long iters, float seed) {
+    return avx512 ? fmaLoopAvx512(iters, seed) : avx2 ? fmaLoopAvx2(iters, seed) : fmaLoopScalar(iters, seed);
+  };
   // Calibrate the per-thread iteration count to about a tenth of the budget on one thread.
   long iters = 1 << 16;
   for (;;) {
@@ -103,7 +128,7 @@ double measurePeakFmaGflops(double seconds, int threads) {
   std::vector<float> sinks(static_cast<size_t>(threads));
   for (int rep = 0; rep < 3; ++rep) {
     double s = runOnThreads(threads, [&](int t) { sinks[t] = loop(iters, 1.0f + t); });
-    best = std::max(best, kFlopsPerFmaLoopIter * static_cast<double>(iters) * threads / s / 1e9);
+    best = std::max(best, flopsPerIter * static_cast<double>(iters) * threads / s / 1e9);
   }
   return best;
 }

@@ -15,6 +15,11 @@ double measurePeakFmaGflops(double seconds, int threads);
 /** One thread's FMA loop: `iters` rounds over 12 independent 8-wide chains; returns a checksum. */
 float fmaLoopScalar(long iters, float seed);
 float fmaLoopAvx2(long iters, float seed);
+/** 12 chains of 16 lanes: twice the work of the others per iteration (kFlopsPerFmaLoopIter × 2). */
+float fmaLoopAvx512(long iters, float seed);
 constexpr double kFlopsPerFmaLoopIter = 12 * 8 * 2;
+
+/** The instruction set measurePeakFmaGflops uses: "avx512f", "avx2-fma" or "scalar". */
+const char* peakFmaIsa();
 
 }  // namespace swerl

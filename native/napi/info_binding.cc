@@ -65,6 +65,7 @@ Napi::Value NativeInfo(const Napi::CallbackInfo& info) {
     o.Set("cudaRuntimeVersion", cudaRuntimeVersion());
     o.Set("simd", simdLevelName(simdLevel()));
     o.Set("threads", ThreadPool::global().size());
+    o.Set("peakFmaIsa", peakFmaIsa());
     Napi::Array codes = Napi::Array::New(env);
     for (int c = 0; c < static_cast<int>(ErrorCode::Count); ++c)
       codes.Set(static_cast<uint32_t>(c), errorCodeName(static_cast<ErrorCode>(c)));

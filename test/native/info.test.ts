@@ -69,7 +69,7 @@ describe('run-time SIMD dispatch', () => {
       for (const e of readdirSync(d, { withFileTypes: true })) {
         const p = join(d, e.name);
         if (e.isDirectory()) walk(p);
-        else if (/_avx2\.cc\.o$/.test(e.name)) found.push(p);
+        else if (/_avx(2|512)\.cc\.o$/.test(e.name)) found.push(p);
       }
     };
     walk(dir);
