@@ -9,7 +9,7 @@ export interface NativeInfo {
   cuda: boolean;
   /** Usable CUDA devices; 0 without a GPU or driver, or in a CPU-only build. */
   cudaDevices: number;
-  /** The SIMD level the CPU kernels use: 'avx2-fma' or 'scalar' (set SWERL_SIMD=scalar to force it). */
+  /** The SIMD level the CPU kernels use: 'avx512', 'avx2-fma' or 'scalar' (SWERL_SIMD=scalar or avx2 caps it). */
   simd: string;
   /** Threads the CPU kernels use (SWERL_NUM_THREADS, else the core count). */
   threads: number;

@@ -105,7 +105,7 @@ double measurePeakFmaGflops(double seconds, int threads) {
   SWERL_CHECK(seconds > 0 && threads >= 1, InvalidArgument, "bad FMA benchmark parameters");
   // The widest FMA the CPU has, whatever the kernels use: this is the machine's limit.
   const bool avx512 = cpuHasAvx512f();
-  const bool avx2 = simdLevel() == SimdLevel::Avx2Fma;
+  const bool avx2 = hasAvx2();
   const double flopsPerIter = kFlopsPerFmaLoopIter * (avx512 ? 2 : 1);
   auto loop = [&](long iters, float seed) {
     return avx512 ? fmaLoopAvx512(iters, seed) : avx2 ? fmaLoopAvx2(iters, seed) : fmaLoopScalar(iters, seed);

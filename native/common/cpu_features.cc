@@ -9,12 +9,19 @@ namespace swerl {
 static SimdLevel detect() {
   const char* forced = std::getenv("SWERL_SIMD");
   if (forced != nullptr && std::strcmp(forced, "scalar") == 0) return SimdLevel::Scalar;
+  const bool capAvx2 = forced != nullptr && std::strcmp(forced, "avx2") == 0;
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-    return SimdLevel::Avx2Fma;
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")))
+    return SimdLevel::Scalar;
+#if defined(__x86_64__)
+  if (!capAvx2 && __builtin_cpu_supports("avx512f")) return SimdLevel::Avx512;
 #endif
+  return SimdLevel::Avx2Fma;
+#else
+  (void)capAvx2;
   return SimdLevel::Scalar;
+#endif
 }
 
 SimdLevel simdLevel() {
@@ -22,6 +29,16 @@ SimdLevel simdLevel() {
   return level;
 }
 
-const char* simdLevelName(SimdLevel level) { return level == SimdLevel::Avx2Fma ? "avx2-fma" : "scalar"; }
+const char* simdLevelName(SimdLevel level) {
+  switch (level) {
+    case SimdLevel::Avx512:
+      return "avx512";
+    case SimdLevel::Avx2Fma:
+      return "avx2-fma";
+    case SimdLevel::Scalar:
+      break;
+  }
+  return "scalar";
+}
 
 }  // namespace swerl

@@ -18,7 +18,7 @@ describe('nativeInfo', () => {
     expect(info.version).toBe(pkg.version);
     expect(typeof info.cuda).toBe('boolean');
     expect(Number.isInteger(info.cudaDevices) && info.cudaDevices >= 0).toBe(true);
-    expect(['avx2-fma', 'scalar']).toContain(info.simd);
+    expect(['avx512', 'avx2-fma', 'scalar']).toContain(info.simd);
     expect(info.threads).toBeGreaterThanOrEqual(1);
   });
 

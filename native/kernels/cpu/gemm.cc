@@ -99,7 +99,7 @@ void gemmRange(size_t M, size_t K, MatView A, MatView B, float* C, size_t ldc, f
 
 void gemm(size_t M, size_t N, size_t K, MatView A, MatView B, float* C, size_t ldc, float beta) {
   if (M == 0 || N == 0) return;
-  const bool avx2 = simdLevel() == SimdLevel::Avx2Fma;
+  const bool avx2 = hasAvx2();
   ThreadPool& pool = ThreadPool::global();
   const size_t panels = (N + kGemmNr - 1) / kGemmNr;
   const size_t work = M * N * std::max<size_t>(K, 1);

@@ -57,7 +57,7 @@ void forRows(size_t n, size_t rowElems, RowFn rowFn) {
 void kvScatterRows(void* pages, const int32_t* slots, size_t n, const float* src, size_t rowElems, KvDtype dtype) {
   const size_t rowBytes = rowElems * dtypeBytes(dtype);
   auto* base = static_cast<unsigned char*>(pages);
-  const bool avx2 = simdLevel() == SimdLevel::Avx2Fma && dtype != KvDtype::F32;
+  const bool avx2 = hasAvx2() && dtype != KvDtype::F32;
   forRows(n, rowElems, [&](size_t i) {
     void* dst = base + static_cast<size_t>(slots[i]) * rowBytes;
     if (avx2)
@@ -70,7 +70,7 @@ void kvScatterRows(void* pages, const int32_t* slots, size_t n, const float* src
 void kvGatherRows(const void* pages, const int32_t* slots, size_t n, float* dst, size_t rowElems, KvDtype dtype) {
   const size_t rowBytes = rowElems * dtypeBytes(dtype);
   const auto* base = static_cast<const unsigned char*>(pages);
-  const bool avx2 = simdLevel() == SimdLevel::Avx2Fma && dtype != KvDtype::F32;
+  const bool avx2 = hasAvx2() && dtype != KvDtype::F32;
   forRows(n, rowElems, [&](size_t i) {
     const void* src = base + static_cast<size_t>(slots[i]) * rowBytes;
     if (avx2)

@@ -86,11 +86,14 @@ void rowSoftmaxGradScalar(const float* x, size_t n, float lse, float a, float b,
 namespace {
 
 float rowMax(const float* x, size_t n, bool& finite, bool& sane) {
-  return simdLevel() == SimdLevel::Avx2Fma ? rowMaxAvx2(x, n, finite, sane) : rowMaxScalar(x, n, finite, sane);
+  if (hasAvx512()) return rowMaxAvx512(x, n, finite, sane);
+  return hasAvx2() ? rowMaxAvx2(x, n, finite, sane) : rowMaxScalar(x, n, finite, sane);
 }
 
 void chunkStats(const float* x, size_t len, float max, float& s, float& q, float* expOut) {
-  if (simdLevel() == SimdLevel::Avx2Fma)
+  if (hasAvx512())
+    rowChunkStatsAvx512(x, len, max, s, q, expOut);
+  else if (hasAvx2())
     rowChunkStatsAvx2(x, len, max, s, q, expOut);
   else
     rowChunkStatsScalar(x, len, max, s, q, expOut);
@@ -161,20 +164,14 @@ double rowExpScaledParallel(const float* x, size_t n, float max, float scale, fl
 }
 
 RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n, float* expOut) {
-  const bool avx2 = simdLevel() == SimdLevel::Avx2Fma;
   RowSoftmaxStats st{};
   bool sane = false;
-  st.max = avx2 ? rowMaxAvx2(x, n, st.finite, sane) : rowMaxScalar(x, n, st.finite, sane);
+  st.max = rowMax(x, n, st.finite, sane);
   st.valid = n > 0 && sane && st.max > -std::numeric_limits<float>::infinity();
   if (!st.valid) return st;
   for (size_t c = 0; c < n; c += kRowChunk) {
-    const size_t len = n - c < kRowChunk ? n - c : kRowChunk;
     float s, q;
-    float* eo = expOut ? expOut + c : nullptr;
-    if (avx2)
-      rowChunkStatsAvx2(x + c, len, st.max, s, q, eo);
-    else
-      rowChunkStatsScalar(x + c, len, st.max, s, q, eo);
+    chunkStats(x + c, std::min(kRowChunk, n - c), st.max, s, q, expOut ? expOut + c : nullptr);
     st.sumExp += s;
     st.sumExpX += q;
   }
@@ -182,19 +179,20 @@ RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n, float* expOut) {
 }
 
 size_t rowFindFirst(const float* x, size_t n, float v) {
-  if (simdLevel() == SimdLevel::Avx2Fma) return rowFindFirstAvx2(x, n, v);
+  if (hasAvx2()) return rowFindFirstAvx2(x, n, v);
   for (size_t i = 0; i < n; ++i)
     if (x[i] == v) return i;
   return n;
 }
 
 double rowExpScaled(const float* x, size_t n, float max, float scale, float* out, double* chunkSums) {
-  const bool avx2 = simdLevel() == SimdLevel::Avx2Fma;
+  const bool avx2 = hasAvx2(), avx512 = hasAvx512();
   double sum = 0;
   for (size_t c = 0; c < n; c += kRowChunk) {
     const size_t len = n - c < kRowChunk ? n - c : kRowChunk;
     if (avx2) {
-      const double part = rowExpScaledChunkAvx2(x + c, len, max, scale, out + c);
+      const double part = avx512 ? rowExpScaledChunkAvx512(x + c, len, max, scale, out + c)
+                                 : rowExpScaledChunkAvx2(x + c, len, max, scale, out + c);
       sum += part;
       if (chunkSums) chunkSums[c / kRowChunk] = part;
     } else {
@@ -213,7 +211,8 @@ double rowExpScaled(const float* x, size_t n, float max, float scale, float* out
 }
 
 void rowScaleGrad(const float* e, const float* x, size_t n, float invSum, float a, float b, float lse, float* out) {
-  if (simdLevel() == SimdLevel::Avx2Fma) return rowScaleGradAvx2(e, x, n, invSum, a, b, lse, out);
+  if (hasAvx512()) return rowScaleGradAvx512(e, x, n, invSum, a, b, lse, out);
+  if (hasAvx2()) return rowScaleGradAvx2(e, x, n, invSum, a, b, lse, out);
   if (x == nullptr) {
     const float k = invSum * a;
     for (size_t i = 0; i < n; ++i) out[i] = e[i] * k;
@@ -223,7 +222,9 @@ void rowScaleGrad(const float* e, const float* x, size_t n, float invSum, float 
 }
 
 void rowSoftmaxGrad(const float* x, size_t n, double lse, float a, float b, float* out) {
-  if (simdLevel() == SimdLevel::Avx2Fma)
+  if (hasAvx512())
+    rowSoftmaxGradAvx512(x, n, static_cast<float>(lse), a, b, out);
+  else if (hasAvx2())
     rowSoftmaxGradAvx2(x, n, static_cast<float>(lse), a, b, out);
   else
     rowSoftmaxGradScalar(x, n, static_cast<float>(lse), a, b, out);

@@ -54,7 +54,8 @@ double rowExpScaled(const float* x, size_t n, float max, float scale, float* out
  */
 void rowSoftmaxGrad(const float* x, size_t n, double lse, float a, float b, float* out);
 
-// Single-threaded kernels; *Avx2 ones only after the run-time check (kernels/cpu/row_softmax_avx2.cc).
+// Single-threaded kernels; *Avx2 and *Avx512 ones only after the run-time check
+// (kernels/cpu/row_softmax_avx2.cc, row_softmax_avx512.cc).
 void rowChunkStatsAvx2(const float* x, size_t n, float max, float& sumExp, float& sumExpX, float* expOut);
 float rowMaxAvx2(const float* x, size_t n, bool& finite, bool& noNanOrPosInf);
 float rowExpScaledChunkAvx2(const float* x, size_t n, float max, float scale, float* out);
@@ -63,6 +64,13 @@ void rowSoftmaxGradAvx2(const float* x, size_t n, float lse, float a, float b, f
 /** The first j with x[j] == v, or n. */
 size_t rowFindFirst(const float* x, size_t n, float v);
 size_t rowFindFirstAvx2(const float* x, size_t n, float v);
+
+float rowMaxAvx512(const float* x, size_t n, bool& finite, bool& noNanOrPosInf);
+void rowChunkStatsAvx512(const float* x, size_t n, float max, float& sumExp, float& sumExpX, float* expOut);
+float rowExpScaledChunkAvx512(const float* x, size_t n, float max, float scale, float* out);
+void rowScaleGradAvx512(const float* e, const float* x, size_t n, float invSum, float a, float b, float lse,
+                        float* out);
+void rowSoftmaxGradAvx512(const float* x, size_t n, float lse, float a, float b, float* out);
 
 /** exp(x) for x <= 0, 0 below -87: the polynomial both paths use (relative error < 2e-7). */
 float expNonPositive(float x);

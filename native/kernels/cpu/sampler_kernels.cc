@@ -8,7 +8,7 @@
 namespace swerl {
 
 namespace {
-bool avx2() { return simdLevel() == SimdLevel::Avx2Fma; }
+bool avx2() { return hasAvx2(); }
 }  // namespace
 
 float rowFiniteMin(const float* x, size_t n) {

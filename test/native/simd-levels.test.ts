@@ -1,0 +1,53 @@
+// The row kernels have scalar, AVX2 and AVX-512 paths. Each level must keep the sampler's raw
+// logprob bitwise equal to sftLoss's, and all levels must agree to float tolerance.
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const dist = join(import.meta.dirname, '..', '..', 'dist', 'index.js');
+
+const script = `
+  import { nativeInfo, policyLoss, sample, sftLoss } from ${JSON.stringify(dist)};
+  const V = 50021, T = 5;
+  let s = 7;
+  const r = () => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 4294967296 - 0.5);
+  const logits = Float32Array.from({ length: T * V }, () => r() * 10);
+  const targets = Int32Array.from({ length: T }, (_, t) => (t * 7919) % V);
+  const mask = new Float32Array(T).fill(1);
+  const params = Array.from({ length: T }, (_, t) => ({ seed: t, temperature: 0.8, topP: 0.9 }));
+  const sm = sample(logits, V, params);
+  const sf = sftLoss({ logits, vocab: V, targets: sm.tokens, mask });
+  const pl = policyLoss({ logits, vocab: V, targets, mask, advantages: Float32Array.from(targets, (x) => (x % 2 ? 1 : -1)),
+    oldLogprobs: new Float32Array(T).fill(-11) }, { entropyCoef: 0.01 });
+  console.log(JSON.stringify({
+    simd: nativeInfo().simd,
+    rawEqualsSft: sm.rawLogprobs.every((x, i) => Object.is(x, sf.logprobs[i])),
+    raw: Array.from(sm.rawLogprobs), loss: pl.loss, entropy: pl.entropy,
+    grad: Array.from(pl.gradLogits.subarray(0, 64)), lp: Array.from(pl.logprobs),
+  }));`;
+
+function run(simd?: string) {
+  const env = { ...process.env };
+  if (simd) env.SWERL_SIMD = simd;
+  else delete env.SWERL_SIMD;
+  return JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { env }).toString());
+}
+
+describe('SIMD levels', () => {
+  it.skipIf(!existsSync(dist))(
+    'agree across scalar, AVX2 and the native level, and keep raw logprobs = sftLoss',
+    () => {
+      const levels = [run('scalar'), run('avx2'), run()];
+      expect(levels[0].simd).toBe('scalar');
+      for (const l of levels) expect(l.rawEqualsSft, l.simd).toBe(true);
+      const [ref] = levels;
+      for (const l of levels.slice(1)) {
+        expect(Math.abs(l.loss - ref.loss)).toBeLessThan(1e-5 * Math.max(1, Math.abs(ref.loss)));
+        expect(Math.abs(l.entropy - ref.entropy)).toBeLessThan(1e-5 * ref.entropy);
+        for (let i = 0; i < ref.lp.length; i++) expect(Math.abs(l.lp[i] - ref.lp[i])).toBeLessThan(1e-5);
+        for (let i = 0; i < ref.grad.length; i++) expect(Math.abs(l.grad[i] - ref.grad[i])).toBeLessThan(1e-6);
+      }
+    },
+  );
+});
