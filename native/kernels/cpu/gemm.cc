@@ -2,7 +2,7 @@
 //
 // Loop nest per thread (its own range of N, in multiples of 16 columns):
 //   for each K block [pc, pc + kKc):          B panel for the thread's columns packed once
-//     for each M block [ic, ic + kMc):        A block packed into 6-row panels
+//     for each M block [ic, ic + kMc):        A block packed into 6- or 12-row panels
 //       for each 16-column panel, 6-row panel: micro-kernel accumulates into C
 // C is scaled by beta (or zeroed) before the first K block, so every element's sum runs over
 // the K blocks in order.
@@ -27,14 +27,26 @@ void gemmMicroScalar(size_t kc, const float* a, const float* b, float* c, size_t
 
 namespace {
 
-// Packs A[ic:ic+mc, pc:pc+kc] into ceil(mc/6) panels of [kc][6], zero-padded.
-void packA(MatView A, size_t ic, size_t mc, size_t pc, size_t kc, float* out) {
-  for (size_t p = 0; p < mc; p += kGemmMr) {
-    const size_t rows = std::min(kGemmMr, mc - p);
+// The micro-kernel for the SIMD level and its panel height.
+struct MicroKernel {
+  void (*fn)(size_t, const float*, const float*, float*, size_t, size_t, size_t);
+  size_t mr;
+};
+
+MicroKernel microKernel() {
+  if (hasAvx512()) return {gemmMicroAvx512, kGemmMr512};
+  if (hasAvx2()) return {gemmMicroAvx2, kGemmMr};
+  return {gemmMicroScalar, kGemmMr};
+}
+
+// Packs A[ic:ic+mc, pc:pc+kc] into ceil(mc/MR) panels of [kc][MR], zero-padded.
+void packA(MatView A, size_t ic, size_t mc, size_t pc, size_t kc, size_t MR, float* out) {
+  for (size_t p = 0; p < mc; p += MR) {
+    const size_t rows = std::min(MR, mc - p);
     for (size_t k = 0; k < kc; ++k) {
-      float* dst = out + (p / kGemmMr) * kc * kGemmMr + k * kGemmMr;
+      float* dst = out + (p / MR) * kc * MR + k * MR;
       for (size_t i = 0; i < rows; ++i) dst[i] = A.at(ic + p + i, pc + k);
-      for (size_t i = rows; i < kGemmMr; ++i) dst[i] = 0;
+      for (size_t i = rows; i < MR; ++i) dst[i] = 0;
     }
   }
 }
@@ -63,7 +75,7 @@ void packB(MatView B, size_t pc, size_t kc, size_t jc, size_t nc, float* out) {
 }
 
 void gemmRange(size_t M, size_t K, MatView A, MatView B, float* C, size_t ldc, float beta, size_t jc, size_t nc,
-               bool avx2) {
+               MicroKernel micro) {
   if (nc == 0) return;
   for (size_t i = 0; i < M; ++i) {
     float* row = C + i * ldc + jc;
@@ -76,19 +88,18 @@ void gemmRange(size_t M, size_t K, MatView A, MatView B, float* C, size_t ldc, f
   const size_t npanels = (nc + kGemmNr - 1) / kGemmNr;
   packedB.resize(npanels * kGemmKc * kGemmNr);
   packedA.resize(kGemmMc * kGemmKc);
-  auto micro = avx2 ? gemmMicroAvx2 : gemmMicroScalar;
   for (size_t pc = 0; pc < K; pc += kGemmKc) {
     const size_t kc = std::min(kGemmKc, K - pc);
     packB(B, pc, kc, jc, nc, packedB.data());
     for (size_t ic = 0; ic < M; ic += kGemmMc) {
       const size_t mc = std::min(kGemmMc, M - ic);
-      packA(A, ic, mc, pc, kc, packedA.data());
+      packA(A, ic, mc, pc, kc, micro.mr, packedA.data());
       for (size_t q = 0; q < nc; q += kGemmNr) {
         const size_t nr = std::min(kGemmNr, nc - q);
         const float* bp = packedB.data() + (q / kGemmNr) * kc * kGemmNr;
-        for (size_t p = 0; p < mc; p += kGemmMr) {
-          const size_t mr = std::min(kGemmMr, mc - p);
-          micro(kc, packedA.data() + (p / kGemmMr) * kc * kGemmMr, bp, C + (ic + p) * ldc + jc + q, ldc, mr, nr);
+        for (size_t p = 0; p < mc; p += micro.mr) {
+          const size_t mr = std::min(micro.mr, mc - p);
+          micro.fn(kc, packedA.data() + (p / micro.mr) * kc * micro.mr, bp, C + (ic + p) * ldc + jc + q, ldc, mr, nr);
         }
       }
     }
@@ -99,20 +110,20 @@ void gemmRange(size_t M, size_t K, MatView A, MatView B, float* C, size_t ldc, f
 
 void gemm(size_t M, size_t N, size_t K, MatView A, MatView B, float* C, size_t ldc, float beta) {
   if (M == 0 || N == 0) return;
-  const bool avx2 = hasAvx2();
+  const MicroKernel micro = microKernel();
   ThreadPool& pool = ThreadPool::global();
   const size_t panels = (N + kGemmNr - 1) / kGemmNr;
   const size_t work = M * N * std::max<size_t>(K, 1);
   const size_t tasks =
       std::min<size_t>({static_cast<size_t>(pool.size()), panels, std::max<size_t>(1, work / (1 << 20))});
   if (tasks <= 1) {
-    gemmRange(M, K, A, B, C, ldc, beta, 0, N, avx2);
+    gemmRange(M, K, A, B, C, ldc, beta, 0, N, micro);
     return;
   }
   pool.run(static_cast<int>(tasks), [&](int t) {
     const size_t p0 = panels * t / tasks, p1 = panels * (t + 1) / tasks;
     const size_t j0 = p0 * kGemmNr, j1 = std::min(N, p1 * kGemmNr);
-    gemmRange(M, K, A, B, C, ldc, beta, j0, j1 > j0 ? j1 - j0 : 0, avx2);
+    gemmRange(M, K, A, B, C, ldc, beta, j0, j1 > j0 ? j1 - j0 : 0, micro);
   });
 }
 
