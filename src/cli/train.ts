@@ -7,6 +7,8 @@ import { parseArgs } from 'node:util';
 import { SwerlError } from '../errors.js';
 import { nativeInfo } from '../info.js';
 import { PagedKvCache } from '../kv/paged-kv-cache.js';
+import { sample } from '../sample.js';
+import { sftLoss } from '../train/losses.js';
 
 /** A part of the pipeline and whether it exists yet. */
 interface Stage {
@@ -26,20 +28,19 @@ Runs the swerl pipeline: mini-SWE tasks -> warm-start -> eval -> RFT -> eval -> 
 /** Checks the parts that are built: the native addon and the paged KV cache. */
 function selfCheck(): Stage[] {
   const info = nativeInfo();
+  const prompt = Array.from({ length: 40 }, (_, i) => i);
   const kv = new PagedKvCache({ numBlocks: 8, numLayers: 1, numKvHeads: 1, headDim: 8 });
   const a = kv.createSequence();
-  kv.append(
-    a,
-    Array.from({ length: 40 }, (_, i) => i),
-  );
+  kv.append(a, prompt);
   kv.commit(a);
   kv.free(a);
-  const b = kv.createSequence();
-  const hit =
-    kv.append(
-      b,
-      Array.from({ length: 40 }, (_, i) => i),
-    ).cachedTokens === 32;
+  const hit = kv.append(kv.createSequence(), prompt).cachedTokens === 32;
+  // The sampler's raw logprob must equal the loss's logprob of the same token, bit for bit.
+  const vocab = 1000;
+  const logits = Float32Array.from({ length: vocab }, (_, i) => Math.sin(i) * 4);
+  const drawn = sample(logits, vocab, [{ seed: 1, topP: 0.9 }]);
+  const loss = sftLoss({ logits, vocab, targets: drawn.tokens, mask: Float32Array.of(1) });
+  const exact = Object.is(drawn.rawLogprobs[0], loss.logprobs[0]);
   const cuda = info.cuda ? `CUDA kernels built, ${info.cudaDevices} device(s)` : 'CPU-only build';
   return [
     {
@@ -48,11 +49,15 @@ function selfCheck(): Stage[] {
       note: `swerl ${info.version}, ${info.simd}, ${info.threads} threads, ${cuda}`,
     },
     { name: 'paged KV cache', built: hit, note: hit ? 'prefix caching self-check passed' : 'self-check FAILED' },
+    {
+      name: 'sampler and DAPO/GRPO/SFT loss kernels (CPU)',
+      built: exact,
+      note: exact ? 'sampler and loss logprobs agree bitwise' : 'self-check FAILED',
+    },
   ];
 }
 
 const NOT_BUILT: Stage[] = [
-  { name: 'sampler and DAPO/GRPO/SFT loss kernels', built: false, note: 'issue 3' },
   { name: 'policy model (Qwen2/Llama), backward, AdamW, tokenizers', built: false, note: 'issue 4' },
   { name: 'rollout engine and OpenAI-compatible server', built: false, note: 'issue 5' },
   { name: 'environments, mini-SWE tasks, agent scaffold', built: false, note: 'issue 6' },
@@ -103,7 +108,7 @@ export function main(argv: string[]): number {
   console.log(
     `\nNo training was run: ${missing.length} of ${stages.length} parts of the pipeline do not exist yet, ` +
       'so there is nothing honest to train or evaluate. Nothing was written.\n' +
-      'What works today: the native addon and the paged KV cache (npm test, npm run bench).',
+      'What works today: the native addon, the paged KV cache, the sampler and the loss kernels (npm test, npm run bench).',
   );
   return 2;
 }

@@ -19,6 +19,7 @@ describe('node train.js', () => {
       const r = train(['--preset', 'smoke', '--out', out]);
       expect(r.status).toBe(2);
       expect(r.stdout).toContain('[built]     paged KV cache');
+      expect(r.stdout).toContain('[built]     sampler and DAPO/GRPO/SFT loss kernels');
       expect(r.stdout).toContain('[not built]');
       expect(r.stdout).toContain('No training was run');
       expect(readdirSync(out)).toEqual([]);
