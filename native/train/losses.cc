@@ -120,13 +120,16 @@ void TokenLoss::processRows(const float* logits, size_t t0, size_t n, float* gra
   // Pass 1 keeps exp(x − max) in the gradient rows, so pass 2 needs no exp. Pass 2 also needs x
   // for the entropy term, so an in-place call with an entropy bonus recomputes instead.
   const bool keepExp = sft_ || cfg_.entropyCoef == 0 || grad != logits;
-  // Pass 1 (parallel): row statistics.
+  // Pass 1 (parallel): row statistics. Kept exps are relative to their chunk's max (chunkMax).
+  const size_t chunks = (V + kRowChunk - 1) / kRowChunk;
+  std::vector<float> chunkMax(keepExp ? n * chunks : 0);
   std::vector<RowInfo> info(n);
   std::vector<char> finite(n, 1);
   forEachRow(n, V, [&](size_t i) {
     const float* row = logits + i * V;
     const float target = row[in_.targets[t0 + i]];  // before the row may be overwritten
-    const RowSoftmaxStats st = rowSoftmaxStats(row, V, keepExp ? grad + i * V : nullptr);
+    const RowSoftmaxStats st =
+        rowSoftmaxStats(row, V, keepExp ? grad + i * V : nullptr, keepExp ? &chunkMax[i * chunks] : nullptr);
     if (!st.finite) {
       finite[i] = 0;
       return;
@@ -152,10 +155,15 @@ void TokenLoss::processRows(const float* logits, size_t t0, size_t n, float* gra
     }
     // g_j = p_j·(−c + e·H) + e·p_j·(x_j − lse), plus c at the target.
     const float a = static_cast<float>(-c[i] + e[i] * info[i].entropy), b = static_cast<float>(e[i]);
-    if (keepExp)
-      rowScaleGrad(g, b != 0 ? logits + i * V : nullptr, V, static_cast<float>(1.0 / info[i].sumExp), a, b,
-                   static_cast<float>(info[i].lse), g);
-    else
+    if (keepExp) {
+      // p_j = e_j · exp(m_c − lse) for the exps of chunk c
+      for (size_t c = 0; c < chunks; ++c) {
+        const size_t off = c * kRowChunk, len = std::min(kRowChunk, V - off);
+        const float scale = static_cast<float>(std::exp(static_cast<double>(chunkMax[i * chunks + c]) - info[i].lse));
+        rowScaleGrad(g + off, b != 0 ? logits + i * V + off : nullptr, len, scale, a, b,
+                     static_cast<float>(info[i].lse), g + off);
+      }
+    } else
       rowSoftmaxGrad(logits + i * V, V, info[i].lse, a, b, g);
     g[in_.targets[t0 + i]] += static_cast<float>(c[i]);
   });

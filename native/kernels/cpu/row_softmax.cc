@@ -116,36 +116,67 @@ void forChunksParallel(size_t n, Fn fn) {
 
 }  // namespace
 
-RowSoftmaxStats rowSoftmaxStatsParallel(const float* x, size_t n, float* expOut) {
-  const size_t chunks = (n + kRowChunk - 1) / kRowChunk;
-  std::vector<float> maxes(chunks), s(chunks), q(chunks);
-  std::vector<char> fin(chunks), san(chunks);
-  forChunksParallel(n, [&](size_t c) {
-    bool f = false, sa = false;
-    maxes[c] = rowMax(x + c * kRowChunk, std::min(kRowChunk, n - c * kRowChunk), f, sa);
-    fin[c] = f;
-    san[c] = sa;
-  });
+namespace {
+
+// One chunk's statistics, relative to its own maximum: the chunk is read from memory once (its
+// max, then its exps while it is still in L1/L2).
+struct ChunkStats {
+  float max, s, q;  // max; Σ exp(x − max); Σ exp(x − max)·(x − max)
+  bool finite, sane;
+};
+
+ChunkStats chunkStatsOnce(const float* x, size_t len, float* expOut) {
+  ChunkStats c{};
+  bool f = false, sa = false;
+  c.max = rowMax(x, len, f, sa);
+  c.finite = f;
+  c.sane = sa;
+  if (sa && c.max > -std::numeric_limits<float>::infinity())
+    chunkStats(x, len, c.max, c.s, c.q, expOut);
+  else if (expOut)
+    std::fill(expOut, expOut + len, 0.0f);
+  return c;
+}
+
+// Combines chunk statistics, in chunk order, into the row's (relative to the row's maximum).
+RowSoftmaxStats combineChunks(const float* x, size_t n, const std::vector<ChunkStats>& chunks, float* chunkMax) {
   RowSoftmaxStats st{};
   st.max = -std::numeric_limits<float>::infinity();
   bool finite = true, sane = true;
-  for (size_t c = 0; c < chunks; ++c) {
-    st.max = maxes[c] > st.max ? maxes[c] : st.max;
-    finite &= fin[c] != 0;
-    sane &= san[c] != 0;
+  for (const ChunkStats& c : chunks) {
+    st.max = c.max > st.max ? c.max : st.max;
+    finite &= c.finite;
+    sane &= c.sane;
   }
   st.finite = finite;
   st.valid = n > 0 && sane && st.max > -std::numeric_limits<float>::infinity();
-  if (!st.valid) return st;
-  forChunksParallel(n, [&](size_t c) {
-    const size_t off = c * kRowChunk;
-    chunkStats(x + off, std::min(kRowChunk, n - off), st.max, s[c], q[c], expOut ? expOut + off : nullptr);
-  });
-  for (size_t c = 0; c < chunks; ++c) {
-    st.sumExp += s[c];
-    st.sumExpX += q[c];
+  for (size_t k = 0; k < chunks.size(); ++k) {
+    const ChunkStats& c = chunks[k];
+    if (chunkMax) chunkMax[k] = c.max;
+    if (!st.valid || !(c.max > -std::numeric_limits<float>::infinity())) continue;
+    // Σ e^(x−M)(x−M) = f·(q_c + s_c·(m_c − M)) with f = e^(m_c − M).
+    const double shift = static_cast<double>(c.max) - st.max, f = std::exp(shift);
+    st.sumExp += f * c.s;
+    st.sumExpX += f * (c.q + c.s * shift);
+  }
+  if (st.valid) {
+    size_t k = 0;
+    while (chunks[k].max != st.max) ++k;
+    const size_t off = k * kRowChunk;
+    st.argmax = off + rowFindFirst(x + off, std::min(kRowChunk, n - off), st.max);
   }
   return st;
+}
+
+}  // namespace
+
+RowSoftmaxStats rowSoftmaxStatsParallel(const float* x, size_t n, float* expOut, float* chunkMax) {
+  std::vector<ChunkStats> chunks((n + kRowChunk - 1) / kRowChunk);
+  forChunksParallel(n, [&](size_t c) {
+    const size_t off = c * kRowChunk;
+    chunks[c] = chunkStatsOnce(x + off, std::min(kRowChunk, n - off), expOut ? expOut + off : nullptr);
+  });
+  return combineChunks(x, n, chunks, chunkMax);
 }
 
 double rowExpScaledParallel(const float* x, size_t n, float max, float scale, float* out, double* chunkSums) {
@@ -163,19 +194,14 @@ double rowExpScaledParallel(const float* x, size_t n, float max, float scale, fl
   return sum;
 }
 
-RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n, float* expOut) {
-  RowSoftmaxStats st{};
-  bool sane = false;
-  st.max = rowMax(x, n, st.finite, sane);
-  st.valid = n > 0 && sane && st.max > -std::numeric_limits<float>::infinity();
-  if (!st.valid) return st;
-  for (size_t c = 0; c < n; c += kRowChunk) {
-    float s, q;
-    chunkStats(x + c, std::min(kRowChunk, n - c), st.max, s, q, expOut ? expOut + c : nullptr);
-    st.sumExp += s;
-    st.sumExpX += q;
+RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n, float* expOut, float* chunkMax) {
+  thread_local std::vector<ChunkStats> chunks;
+  chunks.resize((n + kRowChunk - 1) / kRowChunk);
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const size_t off = c * kRowChunk;
+    chunks[c] = chunkStatsOnce(x + off, std::min(kRowChunk, n - off), expOut ? expOut + off : nullptr);
   }
-  return st;
+  return combineChunks(x, n, chunks, chunkMax);
 }
 
 size_t rowFindFirst(const float* x, size_t n, float v) {

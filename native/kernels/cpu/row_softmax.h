@@ -1,7 +1,9 @@
 // Softmax statistics and gradients of one logits row, shared by the sampler and the losses.
 //
-// A row's statistics are reduced in a fixed order: chunks of kRowChunk elements, each summed in
-// f32 lanes, the chunk partials added in f64 in chunk order. The result depends only on the row
+// A row's statistics are reduced in a fixed order: chunks of kRowChunk elements, each taken
+// relative to its own maximum and summed in f32 lanes, the chunk partials rescaled to the row's
+// maximum and added in f64 in chunk order. Each chunk is read from memory once (its max, then its
+// exps while it is still in cache), so the statistics cost one pass over the row. The result depends only on the row
 // (not on threads, batch size or the row's place in a batch), so the logsumexp the sampler
 // reports and the one the losses compute for the same row are bitwise equal.
 #pragma once
@@ -18,21 +20,25 @@ struct RowSoftmaxStats {
   double sumExpX;  // Σ_j exp(x_j - max) · (x_j - max)
   bool finite;     // every x_j is finite
   bool valid;      // no NaN or +Inf and not all −Inf: a distribution (−Inf entries have probability 0)
+  size_t argmax;   // the first index of max (when valid)
   /** logsumexp(x) */
   double lse() const;
   /** Entropy of softmax(x): log(sumExp) - sumExpX / sumExp. */
   double entropy() const;
 };
 
-/** The row's statistics; with expOut, also writes exp(x_j − max) there (expOut may be x itself). */
-RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n, float* expOut = nullptr);
+/**
+ * The row's statistics. With expOut, also writes exp(x_j − m_c) there, m_c being the maximum of
+ * x_j's chunk, which then goes to chunkMax[c] (ceil(n / kRowChunk) entries); expOut may be x.
+ */
+RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n, float* expOut = nullptr, float* chunkMax = nullptr);
 
 /**
  * The same two functions with the row split over the thread pool, for batches with fewer rows
  * than threads. Bitwise equal to the serial ones (the same chunk partials, combined in the same
  * order). Not to be called from inside a pool task.
  */
-RowSoftmaxStats rowSoftmaxStatsParallel(const float* x, size_t n, float* expOut = nullptr);
+RowSoftmaxStats rowSoftmaxStatsParallel(const float* x, size_t n, float* expOut = nullptr, float* chunkMax = nullptr);
 double rowExpScaledParallel(const float* x, size_t n, float max, float scale, float* out, double* chunkSums);
 
 /**

@@ -47,6 +47,7 @@ struct Cut {
 struct Scratch {
   std::vector<float> y, e;
   std::vector<double> chunkSums;
+  std::vector<float> chunkMax;
   std::vector<int32_t> bin;
   std::vector<uint32_t> count;
   std::vector<double> mass;
@@ -260,8 +261,8 @@ const float* applyPenalties(const float* x, size_t n, const SamplingParams& p, S
 // splitRow: the row's exp passes run on the whole pool (batches with fewer rows than threads);
 // the results are the same bits either way.
 bool sampleRow(const float* x, size_t n, const SamplingParams& p, int64_t position, SampleResult& out, bool splitRow) {
-  auto stats = [&](const float* v, float* expOut) {
-    return splitRow ? rowSoftmaxStatsParallel(v, n, expOut) : rowSoftmaxStats(v, n, expOut);
+  auto stats = [&](const float* v, float* expOut, float* chunkMax) {
+    return splitRow ? rowSoftmaxStatsParallel(v, n, expOut, chunkMax) : rowSoftmaxStats(v, n, expOut, chunkMax);
   };
   Scratch& s = scratch();
   // At temperature 1 without penalties the processed exps are the raw ones: keep them from the
@@ -269,11 +270,21 @@ bool sampleRow(const float* x, size_t n, const SamplingParams& p, int64_t positi
   const bool filtered = (p.topK > 0 && static_cast<size_t>(p.topK) < n) || p.topP < 1 || p.minP > 0;
   const bool reuseExp =
       filtered && p.temperature == 1 && p.repetitionPenalty == 1 && p.presencePenalty == 0 && p.frequencyPenalty == 0;
-  if (reuseExp) s.e.resize(n);
-  const RowSoftmaxStats raw = stats(x, reuseExp ? s.e.data() : nullptr);
+  const size_t chunks = (n + kRowChunk - 1) / kRowChunk;
+  if (reuseExp) {
+    s.e.resize(n);
+    s.chunkMax.resize(chunks);
+  }
+  const RowSoftmaxStats raw = stats(x, reuseExp ? s.e.data() : nullptr, reuseExp ? s.chunkMax.data() : nullptr);
   if (!raw.valid) return false;
+  if (reuseExp)  // rescale each chunk's exps from its own max to the row's
+    for (size_t c = 0; c < chunks; ++c) {
+      const size_t off = c * kRowChunk;
+      const float f = static_cast<float>(std::exp(static_cast<double>(s.chunkMax[c]) - raw.max));
+      rowScaleGrad(s.e.data() + off, nullptr, std::min(kRowChunk, n - off), f, 1.0f, 0.0f, 0.0f, s.e.data() + off);
+    }
   const float* y = applyPenalties(x, n, p, s);
-  const RowSoftmaxStats proc = y == x ? raw : stats(y, nullptr);
+  const RowSoftmaxStats proc = y == x ? raw : stats(y, nullptr, nullptr);
   if (!proc.valid) return false;
 
   int32_t token;
@@ -281,7 +292,7 @@ bool sampleRow(const float* x, size_t n, const SamplingParams& p, int64_t positi
   // Greedy below vLLM's sampling epsilon: 1/T would overflow for tiny temperatures.
   constexpr float kGreedyBelow = 1e-5f;
   if (p.temperature < kGreedyBelow) {  // greedy: the first maximum; logprob under softmax of y
-    token = static_cast<int32_t>(rowFindFirst(y, n, proc.max));
+    token = static_cast<int32_t>(proc.argmax);
     logprob = static_cast<double>(y[token]) - proc.lse();
   } else {
     const float invT = 1.0f / p.temperature;
