@@ -204,6 +204,26 @@ RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n, float* expOut, float* 
   return combineChunks(x, n, chunks, chunkMax);
 }
 
+RowSoftmaxStats rowSoftmaxStatsAndScaledExps(const float* x, size_t n, float scale, float* out, double* chunkSums,
+                                             float* chunkMax, bool parallel) {
+  std::vector<ChunkStats> chunks((n + kRowChunk - 1) / kRowChunk);
+  auto one = [&](size_t c) {
+    const size_t off = c * kRowChunk, len = std::min(kRowChunk, n - off);
+    chunks[c] = chunkStatsOnce(x + off, len, nullptr);
+    if (chunks[c].sane && chunks[c].max > -std::numeric_limits<float>::infinity()) {
+      chunkSums[c] = rowExpScaled(x + off, len, chunks[c].max, scale, out + off);  // the chunk is still cached
+    } else {
+      chunkSums[c] = 0;
+      std::fill(out + off, out + off + len, 0.0f);
+    }
+  };
+  if (parallel)
+    forChunksParallel(n, one);
+  else
+    for (size_t c = 0; c < chunks.size(); ++c) one(c);
+  return combineChunks(x, n, chunks, chunkMax);
+}
+
 size_t rowFindFirst(const float* x, size_t n, float v) {
   if (hasAvx2()) return rowFindFirstAvx2(x, n, v);
   for (size_t i = 0; i < n; ++i)

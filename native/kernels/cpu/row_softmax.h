@@ -34,6 +34,15 @@ struct RowSoftmaxStats {
 RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n, float* expOut = nullptr, float* chunkMax = nullptr);
 
 /**
+ * rowSoftmaxStats (the same bits) and, in the same pass over memory, each chunk's
+ * exp((x_j − m_c) · scale) into out and its sum into chunkSums[c], with m_c into chunkMax[c]:
+ * what a temperature-only draw needs, from one read of the row. parallel: chunks on the thread pool
+ * (the same bits; not from inside a pool task).
+ */
+RowSoftmaxStats rowSoftmaxStatsAndScaledExps(const float* x, size_t n, float scale, float* out, double* chunkSums,
+                                             float* chunkMax, bool parallel = false);
+
+/**
  * The same two functions with the row split over the thread pool, for batches with fewer rows
  * than threads. Bitwise equal to the serial ones (the same chunk partials, combined in the same
  * order). Not to be called from inside a pool task.

@@ -48,6 +48,7 @@ struct Scratch {
   std::vector<float> y, e;
   std::vector<double> chunkSums;
   std::vector<float> chunkMax;
+  std::vector<double> chunkScale;
   std::vector<int32_t> bin;
   std::vector<uint32_t> count;
   std::vector<double> mass;
@@ -257,6 +258,57 @@ const float* applyPenalties(const float* x, size_t n, const SamplingParams& p, S
   return y;
 }
 
+// Inverse-CDF draw over every token, token j having mass e[j] · scale[c] (scale null: 1), where
+// c is j's chunk and chunkMass[c] the chunk's total: find the chunk where the CDF crosses
+// u · total, then the token inside it (the only chunk read again).
+int32_t drawByChunks(const float* e, size_t n, const std::vector<double>& chunkMass, const double* scale, double u,
+                     double total) {
+  const double target = u * total;
+  double before = 0;
+  size_t c = 0;
+  while (c + 1 < chunkMass.size() && before + chunkMass[c] <= target) before += chunkMass[c++];
+  double inChunk = target - before;  // rounding may leave it a hair past the chunk's mass
+  if (chunkMass[c] == 0) {           // only when rounding walked past the last token with mass
+    while (c > 0 && chunkMass[c] == 0) --c;
+    inChunk = std::numeric_limits<double>::infinity();  // its last token with mass
+  }
+  if (scale) inChunk /= scale[c];
+  const size_t begin = c * kRowChunk, end = std::min(n, begin + kRowChunk);
+  double acc = 0;
+  int32_t token = -1;
+  for (size_t j = begin; j < end; ++j) {
+    if (e[j] == 0) continue;
+    acc += e[j];
+    token = static_cast<int32_t>(j);
+    if (acc > inChunk) break;
+  }
+  SWERL_ASSERT(token >= 0);
+  return token;
+}
+
+// Temperature only (no penalties, no filters): statistics, processed exps and the draw from one
+// read of the row. Exps are relative to each chunk's max; chunk masses are rescaled to the row's.
+void sampleTemperatureOnly(const float* x, size_t n, const SamplingParams& p, int64_t position, bool splitRow,
+                           Scratch& s, RowSoftmaxStats& raw, int32_t& token, double& logprob) {
+  const size_t chunks = (n + kRowChunk - 1) / kRowChunk;
+  const float invT = 1.0f / p.temperature;
+  s.e.resize(n);
+  s.chunkSums.resize(chunks);
+  s.chunkMax.resize(chunks);
+  raw = rowSoftmaxStatsAndScaledExps(x, n, invT, s.e.data(), s.chunkSums.data(), s.chunkMax.data(), splitRow);
+  if (!raw.valid) return;
+  s.chunkScale.resize(chunks);
+  double total = 0;
+  for (size_t c = 0; c < chunks; ++c) {
+    const bool any = s.chunkMax[c] > -std::numeric_limits<float>::infinity();
+    s.chunkScale[c] = any ? std::exp((static_cast<double>(s.chunkMax[c]) - raw.max) * invT) : 0.0;
+    s.chunkSums[c] *= s.chunkScale[c];
+    total += s.chunkSums[c];
+  }
+  token = drawByChunks(s.e.data(), n, s.chunkSums, s.chunkScale.data(), samplingUniform(p.seed, position), total);
+  logprob = (static_cast<double>(x[token]) - raw.max) * invT - std::log(total);
+}
+
 // Samples one row; returns false for logits with NaN/+Inf (or nothing finite).
 // splitRow: the row's exp passes run on the whole pool (batches with fewer rows than threads);
 // the results are the same bits either way.
@@ -265,6 +317,19 @@ bool sampleRow(const float* x, size_t n, const SamplingParams& p, int64_t positi
     return splitRow ? rowSoftmaxStatsParallel(v, n, expOut, chunkMax) : rowSoftmaxStats(v, n, expOut, chunkMax);
   };
   Scratch& s = scratch();
+  constexpr float kGreedyBelow = 1e-5f;  // vLLM's sampling epsilon: 1/T would overflow below it
+  const bool penalized = p.repetitionPenalty != 1 || p.presencePenalty != 0 || p.frequencyPenalty != 0;
+  const bool filteredRow = (p.topK > 0 && static_cast<size_t>(p.topK) < n) || p.topP < 1 || p.minP > 0;
+  if (!penalized && !filteredRow && p.temperature >= kGreedyBelow) {
+    RowSoftmaxStats raw;
+    int32_t token = 0;
+    double logprob = 0;
+    sampleTemperatureOnly(x, n, p, position, splitRow, s, raw, token, logprob);
+    if (!raw.valid) return false;
+    out =
+        SampleResult{token, static_cast<float>(logprob), static_cast<float>(static_cast<double>(x[token]) - raw.lse())};
+    return true;
+  }
   // At temperature 1 without penalties the processed exps are the raw ones: keep them from the
   // statistics pass. (The unfiltered draw wants chunk sums, which rowExpScaled gives.)
   const bool filtered = (p.topK > 0 && static_cast<size_t>(p.topK) < n) || p.topP < 1 || p.minP > 0;
@@ -289,8 +354,6 @@ bool sampleRow(const float* x, size_t n, const SamplingParams& p, int64_t positi
 
   int32_t token;
   double logprob;
-  // Greedy below vLLM's sampling epsilon: 1/T would overflow for tiny temperatures.
-  constexpr float kGreedyBelow = 1e-5f;
   if (p.temperature < kGreedyBelow) {  // greedy: the first maximum; logprob under softmax of y
     token = static_cast<int32_t>(proc.argmax);
     logprob = static_cast<double>(y[token]) - proc.lse();
@@ -319,25 +382,7 @@ bool sampleRow(const float* x, size_t n, const SamplingParams& p, int64_t positi
       token = rs.draw(cut, mass, u);
     } else {
       // No filter: find the chunk where the CDF crosses u·total, then the token inside it.
-      const double target = u * total;
-      double before = 0;
-      size_t c = 0;
-      while (c + 1 < s.chunkSums.size() && before + s.chunkSums[c] <= target) before += s.chunkSums[c++];
-      double inChunk = target - before;  // rounding may leave it a hair past the chunk's sum
-      if (s.chunkSums[c] == 0) {         // only when rounding walked past the last token with mass
-        while (c > 0 && s.chunkSums[c] == 0) --c;
-        inChunk = std::numeric_limits<double>::infinity();  // its last token with mass
-      }
-      const size_t begin = c * kRowChunk, end = std::min(n, begin + kRowChunk);
-      double acc = 0;
-      token = -1;
-      for (size_t j = begin; j < end; ++j) {
-        if (s.e[j] == 0) continue;
-        acc += s.e[j];
-        token = static_cast<int32_t>(j);
-        if (acc > inChunk) break;
-      }
-      SWERL_ASSERT(token >= 0);
+      token = drawByChunks(s.e.data(), n, s.chunkSums, nullptr, u, total);
     }
     logprob = (static_cast<double>(y[token]) - proc.max) * invT - std::log(mass);
   }
