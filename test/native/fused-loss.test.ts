@@ -1,19 +1,10 @@
 // The GEMM and the losses fused with the LM head: same values as the unfused path on the same
 // logits, gradients against float64 references and finite differences, batch invariance.
 import { describe, expect, it } from 'vitest';
-import { policyLoss, policyLossFused, SwerlError, sftLoss, sftLossFused } from '../../src/index.js';
+import { policyLoss, policyLossFused, sftLoss, sftLossFused } from '../../src/index.js';
 import { native } from '../../src/native.js';
-
-function rng(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { errorCode } from '../helpers/errors.js';
+import { rng } from '../helpers/random.js';
 
 function randomArray(n: number, r: () => number, scale = 1): Float32Array {
   return Float32Array.from({ length: n }, () => (r() * 2 - 1) * scale);
@@ -183,21 +174,12 @@ describe('fused LM-head losses', () => {
 
   it('rejects bad shapes with INVALID_ARGUMENT and non-finite weights with NON_FINITE_LOGITS', () => {
     const s = setup(4, 8, 20, 3);
-    const code = (fn: () => unknown) => {
-      try {
-        fn();
-      } catch (e) {
-        expect(e).toBeInstanceOf(SwerlError);
-        return (e as SwerlError).code;
-      }
-      return undefined;
-    };
-    expect(code(() => sftLossFused({ ...s, hiddenSize: 7, vocab: s.V }))).toBe('INVALID_ARGUMENT');
-    expect(code(() => sftLossFused({ ...s, hiddenSize: s.H, vocab: s.V }, { chunkTokens: 0 }))).toBe(
+    expect(errorCode(() => sftLossFused({ ...s, hiddenSize: 7, vocab: s.V }))).toBe('INVALID_ARGUMENT');
+    expect(errorCode(() => sftLossFused({ ...s, hiddenSize: s.H, vocab: s.V }, { chunkTokens: 0 }))).toBe(
       'INVALID_ARGUMENT',
     );
     const bad = s.weight.slice();
     bad[5] = Number.NaN;
-    expect(code(() => sftLossFused({ ...s, weight: bad, hiddenSize: s.H, vocab: s.V }))).toBe('NON_FINITE_LOGITS');
+    expect(errorCode(() => sftLossFused({ ...s, weight: bad, hiddenSize: s.H, vocab: s.V }))).toBe('NON_FINITE_LOGITS');
   });
 });

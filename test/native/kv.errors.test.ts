@@ -1,20 +1,14 @@
 // Bad input to PagedKvCache: always a SwerlError with a stable code, and the cache unchanged.
 import { describe, expect, it } from 'vitest';
-import { PagedKvCache, SwerlError } from '../../src/index.js';
+import { PagedKvCache, type SwerlError } from '../../src/index.js';
 import { native } from '../../src/native.js';
+import { expectSwerlError } from '../helpers/errors.js';
 import { range, snapshot } from '../helpers/kv-snapshot.js';
 
 function expectCode(fn: () => unknown, code: string): SwerlError {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (e) {
-    caught = e;
-  }
-  expect(caught).toBeInstanceOf(SwerlError);
-  expect((caught as SwerlError).code).toBe(code);
-  expect((caught as SwerlError).message.length).toBeGreaterThan(10);
-  return caught as SwerlError;
+  const err = expectSwerlError(fn, code);
+  expect(err.message.length).toBeGreaterThan(10);
+  return err;
 }
 
 const base = { numBlocks: 8, blockSize: 4, numLayers: 1, numKvHeads: 1, headDim: 2 };

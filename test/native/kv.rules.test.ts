@@ -1,20 +1,11 @@
 // The paged KV cache rules of DESIGN.md section 6 and issue 2, one test per rule.
 import { describe, expect, it } from 'vitest';
-import { PagedKvCache, SwerlError } from '../../src/index.js';
+import { PagedKvCache } from '../../src/index.js';
+import { errorCode } from '../helpers/errors.js';
 import { range, snapshot } from '../helpers/kv-snapshot.js';
 
 function cache(numBlocks: number, blockSize = 4, extra: Partial<ConstructorParameters<typeof PagedKvCache>[0]> = {}) {
   return new PagedKvCache({ numBlocks, blockSize, numLayers: 2, numKvHeads: 1, headDim: 2, ...extra });
-}
-
-function codeOf(fn: () => unknown): string | undefined {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(SwerlError);
-    return (e as SwerlError).code;
-  }
-  return undefined;
 }
 
 describe('block pool', () => {
@@ -299,7 +290,7 @@ describe('fork', () => {
     const a = kv.createSequence();
     kv.append(a, range(6));
     const snap = snapshot(kv, [a]);
-    expect(codeOf(() => kv.fork(a))).toBe('KV_CACHE_FULL');
+    expect(errorCode(() => kv.fork(a))).toBe('KV_CACHE_FULL');
     expect(snapshot(kv, [a])).toEqual(snap);
     const b = kv.createSequence();
     expect(b).toBe(a + 1); // the failed fork consumed no id
@@ -337,7 +328,7 @@ describe('eviction and a full cache', () => {
     const b = kv.createSequence();
     kv.append(b, range(3, 40));
     const snap = snapshot(kv, [a, b]);
-    expect(codeOf(() => kv.append(a, range(3, 10)))).toBe('KV_CACHE_FULL');
+    expect(errorCode(() => kv.append(a, range(3, 10)))).toBe('KV_CACHE_FULL');
     expect(snapshot(kv, [a, b])).toEqual(snap);
     expect(kv.append(a, range(2, 10))).toEqual({ cachedTokens: 0, newBlocks: 0 }); // fits the tail
   });
@@ -351,7 +342,7 @@ describe('eviction and a full cache', () => {
     const b = kv.createSequence();
     // Both blocks would be hits, but the 9th token needs a third block: full, nothing changes.
     const snap = snapshot(kv, [b]);
-    expect(codeOf(() => kv.append(b, range(9)))).toBe('KV_CACHE_FULL');
+    expect(errorCode(() => kv.append(b, range(9)))).toBe('KV_CACHE_FULL');
     expect(snapshot(kv, [b])).toEqual(snap);
     expect(kv.append(b, range(8)).cachedTokens).toBe(8);
   });
@@ -402,14 +393,14 @@ describe('appendBatch and commitBatch', () => {
     const freed = kv.createSequence();
     kv.free(freed);
     const snap = snapshot(kv, [a, b]);
-    expect(codeOf(() => kv.appendBatch([a, freed], [1, 2]))).toBe('UNKNOWN_SEQUENCE');
-    expect(codeOf(() => kv.appendBatch([a, a], [1, 2]))).toBe('INVALID_ARGUMENT');
-    expect(codeOf(() => kv.appendBatch([a, b], [1, -2]))).toBe('INVALID_ARGUMENT');
-    expect(codeOf(() => kv.appendBatch([a, b], [1, 2, 3]))).toBe('INVALID_ARGUMENT');
-    expect(codeOf(() => kv.appendBatch([a, b], [1, 2], [1, -1]))).toBe('INVALID_ARGUMENT');
-    expect(codeOf(() => kv.appendBatch([a, b], range(9), [1, 8]))).toBe('KV_CACHE_FULL');
-    expect(codeOf(() => kv.appendBatch([a, b], [1, 2], undefined, new Int32Array(1)))).toBe('INVALID_ARGUMENT');
-    expect(codeOf(() => kv.commitBatch([a, freed]))).toBe('UNKNOWN_SEQUENCE');
+    expect(errorCode(() => kv.appendBatch([a, freed], [1, 2]))).toBe('UNKNOWN_SEQUENCE');
+    expect(errorCode(() => kv.appendBatch([a, a], [1, 2]))).toBe('INVALID_ARGUMENT');
+    expect(errorCode(() => kv.appendBatch([a, b], [1, -2]))).toBe('INVALID_ARGUMENT');
+    expect(errorCode(() => kv.appendBatch([a, b], [1, 2, 3]))).toBe('INVALID_ARGUMENT');
+    expect(errorCode(() => kv.appendBatch([a, b], [1, 2], [1, -1]))).toBe('INVALID_ARGUMENT');
+    expect(errorCode(() => kv.appendBatch([a, b], range(9), [1, 8]))).toBe('KV_CACHE_FULL');
+    expect(errorCode(() => kv.appendBatch([a, b], [1, 2], undefined, new Int32Array(1)))).toBe('INVALID_ARGUMENT');
+    expect(errorCode(() => kv.commitBatch([a, freed]))).toBe('UNKNOWN_SEQUENCE');
     expect(snapshot(kv, [a, b])).toEqual(snap);
   });
 });
@@ -425,7 +416,7 @@ describe('KV storage', () => {
     expect(kv.readKv(s, 1, 0, 5)).toEqual({ k, v });
     expect(kv.readKv(s, 0, 0, 5).k).toEqual(new Float32Array(30)); // other layer untouched
     kv.commit(s);
-    expect(codeOf(() => kv.writeKv(s, 1, 4, k.subarray(0, 6), v.subarray(0, 6)))).toBe('INVALID_ARGUMENT');
+    expect(errorCode(() => kv.writeKv(s, 1, 4, k.subarray(0, 6), v.subarray(0, 6)))).toBe('INVALID_ARGUMENT');
   });
 
   it('maps positions to block * blockSize + offset', () => {

@@ -6,17 +6,11 @@ import { describe, expect, it } from 'vitest';
 import { nativeInfo, PagedKvCache } from '../../src/index.js';
 import { addonCandidates } from '../../src/native.js';
 import { roundBf16, roundF16 } from '../helpers/float16.js';
+import { rng } from '../helpers/random.js';
 
 /** Deterministic values covering magnitudes, signs, subnormals, ties and overflow. */
 function testValues(n: number, seed: number): Float32Array {
-  let s = seed >>> 0;
-  const rand = () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const rand = rng(seed);
   const special = [
     0,
     -0,

@@ -9,7 +9,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { policyLoss, SwerlError, sftLoss } from '../../src/index.js';
+import { policyLoss, sftLoss } from '../../src/index.js';
+import { expectSwerlError } from '../helpers/errors.js';
 import {
   type LossAgg,
   type PolicyLossRefConfig,
@@ -19,6 +20,7 @@ import {
   type SftLossRefInput,
   sftLossRef,
 } from '../helpers/loss-reference.js';
+import { normal, rng } from '../helpers/random.js';
 
 // ---- inputs --------------------------------------------------------------------------------------
 
@@ -42,23 +44,6 @@ interface SftArgs {
 }
 
 const AGGS: LossAgg[] = ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum', 'seq-mean-token-sum-norm'];
-
-/** mulberry32: a small seeded PRNG, so that a failing case can be replayed from its seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function normal(r: () => number): number {
-  const u = Math.max(r(), 1e-12);
-  return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * r());
-}
 
 const uniform = (r: () => number, lo: number, hi: number) => lo + (hi - lo) * r();
 
@@ -233,18 +218,6 @@ function checkSft(args: SftArgs, label = ''): void {
   expectValue(`${label} loss`, out.loss, ref.loss, 1e-5, ref.lossScale);
   expectArray(`${label} logprobs`, out.logprobs, ref.logprobs);
   expectGrad(`${label} gradLogits`, out.gradLogits, ref.gradLogits, args.vocab);
-}
-
-function expectCode(fn: () => unknown, code: string): void {
-  let caught: unknown;
-  try {
-    fn();
-  } catch (e) {
-    caught = e;
-  }
-  expect(caught, `expected a SwerlError ${code}`).toBeInstanceOf(SwerlError);
-  expect((caught as SwerlError).code).toBe(code);
-  expect((caught as SwerlError).message.length).toBeGreaterThan(10);
 }
 
 // ---- the reference itself ------------------------------------------------------------------------
@@ -632,7 +605,7 @@ describe('policyLoss errors', () => {
 
   function expectFailsUnchanged(args: Record<string, unknown>, cfg: Record<string, unknown>, code: string): void {
     const before = copyArgs(args);
-    expectCode(() => policyLoss(args as never, cfg as never), code);
+    expectSwerlError(() => policyLoss(args as never, cfg as never), code);
     expectUnchanged(before, args);
   }
 
@@ -672,8 +645,8 @@ describe('policyLoss errors', () => {
   }
 
   it('rejects non-object arguments', () => {
-    expectCode(() => policyLoss(undefined as never), 'INVALID_ARGUMENT');
-    expectCode(() => policyLoss(7 as never), 'INVALID_ARGUMENT');
+    expectSwerlError(() => policyLoss(undefined as never), 'INVALID_ARGUMENT');
+    expectSwerlError(() => policyLoss(7 as never), 'INVALID_ARGUMENT');
   });
 
   for (const [name, value] of [
@@ -802,7 +775,7 @@ describe('sftLoss', () => {
     it(`rejects ${name} with INVALID_ARGUMENT`, () => {
       const args = make(good());
       const before = copyArgs(args);
-      expectCode(() => sftLoss(args as never), 'INVALID_ARGUMENT');
+      expectSwerlError(() => sftLoss(args as never), 'INVALID_ARGUMENT');
       expectUnchanged(before, args);
     });
   }
@@ -812,7 +785,7 @@ describe('sftLoss', () => {
       const args = good();
       args.logits[7] = value;
       const before = copyArgs(args);
-      expectCode(() => sftLoss(args), 'NON_FINITE_LOGITS');
+      expectSwerlError(() => sftLoss(args), 'NON_FINITE_LOGITS');
       expectUnchanged(before, args);
     });
   }

@@ -15,8 +15,10 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { type SampleResult, type SamplingParams, SwerlError, sample, sftLoss } from '../../src/index.js';
+import { type SampleResult, type SamplingParams, sample, sftLoss } from '../../src/index.js';
 import { addonCandidates } from '../../src/native.js';
+import { expectSwerlError } from '../helpers/errors.js';
+import { normal, rng } from '../helpers/random.js';
 import {
   chiSquareGof,
   chiSquareSf,
@@ -28,23 +30,6 @@ import {
 } from '../helpers/sampling-reference.js';
 
 // ---- helpers -------------------------------------------------------------------------------------
-
-/** mulberry32: a small seeded PRNG. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function normal(r: () => number): number {
-  const u = Math.max(r(), 1e-12);
-  return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * r());
-}
 
 function normalRow(vocab: number, seed: number, scale: number): Float32Array {
   const r = rng(seed);
@@ -77,17 +62,6 @@ function positionsUpTo(n: number): Int32Array {
 /** Samples `row` n times in one call: identical rows and params, positions 0..n−1. */
 function sampleMany(row: Float32Array, params: SamplingParams, n: number): SampleResult {
   return sample(repeatRow(row, n), row.length, new Array<SamplingParams>(n).fill(params), positionsUpTo(n));
-}
-
-function expectError(fn: () => unknown, code: string): void {
-  let err: unknown;
-  try {
-    fn();
-  } catch (e) {
-    err = e;
-  }
-  expect(err, 'expected a SwerlError').toBeInstanceOf(SwerlError);
-  expect((err as SwerlError).code).toBe(code);
 }
 
 interface Checked {
@@ -689,7 +663,7 @@ describe('errors (inputs unchanged after a failed call)', () => {
     const logitsBefore = logits.slice();
     const paramsBefore = structuredClone(params);
     const positionsBefore = positions?.slice();
-    expectError(() => sample(logits, v, params, positions), code);
+    expectSwerlError(() => sample(logits, v, params, positions), code);
     expect(logits).toEqual(logitsBefore);
     expect(params).toEqual(paramsBefore);
     if (positions) expect(positions).toEqual(positionsBefore);
@@ -770,15 +744,15 @@ describe('errors (inputs unchanged after a failed call)', () => {
     expectFailure('INVALID_ARGUMENT', new Float32Array(vocab), []);
     expectFailure('INVALID_ARGUMENT', repeatRow(good(), 2), [{ seed: 1 }, { seed: 2 }], Int32Array.of(0));
     expectFailure('INVALID_ARGUMENT', repeatRow(good(), 2), [{ seed: 1 }, { seed: 2 }], Int32Array.of(0, 1, 2));
-    expectError(
+    expectSwerlError(
       () => sample(good(), vocab, [{ seed: 1 }], Float32Array.of(0) as unknown as Int32Array),
       'INVALID_ARGUMENT',
     );
-    expectError(() => sample(good(), 0, []), 'INVALID_ARGUMENT');
-    expectError(() => sample(good(), 1.5, [{}]), 'INVALID_ARGUMENT');
-    expectError(() => sample(Array.from(good()) as unknown as Float32Array, vocab, [{}]), 'INVALID_ARGUMENT');
-    expectError(() => sample(good(), vocab, {} as unknown as SamplingParams[]), 'INVALID_ARGUMENT');
-    expectError(() => sample(good(), vocab, [5 as unknown as SamplingParams]), 'INVALID_ARGUMENT');
+    expectSwerlError(() => sample(good(), 0, []), 'INVALID_ARGUMENT');
+    expectSwerlError(() => sample(good(), 1.5, [{}]), 'INVALID_ARGUMENT');
+    expectSwerlError(() => sample(Array.from(good()) as unknown as Float32Array, vocab, [{}]), 'INVALID_ARGUMENT');
+    expectSwerlError(() => sample(good(), vocab, {} as unknown as SamplingParams[]), 'INVALID_ARGUMENT');
+    expectSwerlError(() => sample(good(), vocab, [5 as unknown as SamplingParams]), 'INVALID_ARGUMENT');
   });
 });
 
