@@ -76,6 +76,15 @@ export interface NativePolicyLossConfig {
   tisCap: number;
 }
 
+/** The policy loss's statistics, in every policy-loss result. */
+export interface NativePolicyStats {
+  loss: number;
+  logprobs: Float32Array;
+  entropy: number;
+  clipFracLow: number;
+  clipFracHigh: number;
+}
+
 /** Everything the addon exports (native/napi/addon.cc). */
 export interface NativeBinding {
   init(errorClass: typeof SwerlError): void;
@@ -95,14 +104,7 @@ export interface NativeBinding {
     rolloutLogprobs: Float32Array | null,
     config: NativePolicyLossConfig,
     gradLogits?: Float32Array,
-  ): {
-    loss: number;
-    gradLogits: Float32Array;
-    logprobs: Float32Array;
-    entropy: number;
-    clipFracLow: number;
-    clipFracHigh: number;
-  };
+  ): NativePolicyStats & { gradLogits: Float32Array };
   policyLossFused(
     hidden: Float32Array,
     weight: Float32Array,
@@ -119,15 +121,7 @@ export interface NativeBinding {
     chunkTokens: number,
     gradHidden?: Float32Array,
     gradWeight?: Float32Array,
-  ): {
-    loss: number;
-    gradHidden: Float32Array;
-    gradWeight: Float32Array;
-    logprobs: Float32Array;
-    entropy: number;
-    clipFracLow: number;
-    clipFracHigh: number;
-  };
+  ): NativePolicyStats & { gradHidden: Float32Array; gradWeight: Float32Array };
   sftLossFused(
     hidden: Float32Array,
     weight: Float32Array,

@@ -48,4 +48,25 @@ class ThreadPool {
 /** Threads the kernels use: SWERL_NUM_THREADS if set (>= 1), else std::thread::hardware_concurrency(). */
 int configuredThreads();
 
+/**
+ * Calls fn(i) for i in [0, n) on the global pool, in contiguous ranges (task t gets
+ * [n·t/tasks, n·(t+1)/tasks)). tasks = min(threads, n · workPerItem / minWorkPerTask), at least 1,
+ * so small jobs stay on the calling thread. Not to be called from inside a pool task.
+ */
+template <typename Fn>
+void parallelFor(size_t n, size_t workPerItem, size_t minWorkPerTask, Fn fn) {
+  ThreadPool& pool = ThreadPool::global();
+  size_t tasks = n * workPerItem / minWorkPerTask;
+  tasks = tasks < 1 ? 1 : tasks;
+  tasks = tasks < static_cast<size_t>(pool.size()) ? tasks : static_cast<size_t>(pool.size());
+  if (tasks <= 1) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  pool.run(static_cast<int>(tasks), [&](int t) {
+    const size_t begin = n * t / tasks, end = n * (t + 1) / tasks;
+    for (size_t i = begin; i < end; ++i) fn(i);
+  });
+}
+
 }  // namespace swerl

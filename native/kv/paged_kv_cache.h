@@ -76,7 +76,6 @@ class PagedKvCache {
   void writeKv(int64_t seq, int32_t layer, int64_t start, int64_t count, const float* k, const float* v);
   void readKv(int64_t seq, int32_t layer, int64_t start, int64_t count, float* k, float* v) const;
   PagedKvView view(int64_t seq, int32_t layer) const;
-  KvStorage& storage() { return *storage_; }
 
  private:
   struct Sequence {

@@ -63,9 +63,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("policyLossFused", Napi::Function::New(env, PolicyLossFused, "policyLossFused"));
   exports.Set("sftLossFused", Napi::Function::New(env, SftLossFused, "sftLossFused"));
   exports.Set("gemm", Napi::Function::New(env, Gemm, "gemm"));
-  Napi::Function kv = defineKvCache(env);
-  data->kvCacheClass = Napi::Persistent(kv);
-  exports.Set("NativePagedKvCache", kv);
+  exports.Set("NativePagedKvCache", defineKvCache(env));
   return exports;
 }
 

@@ -8,7 +8,6 @@ namespace swerl::napi {
 
 struct AddonData {
   Napi::FunctionReference swerlError;  // the JS SwerlError class, set by init()
-  Napi::FunctionReference kvCacheClass;
 };
 
 inline AddonData& addonData(Napi::Env env) { return *env.GetInstanceData<AddonData>(); }

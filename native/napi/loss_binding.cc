@@ -46,6 +46,13 @@ Napi::Float32Array gradBuffer(const Napi::CallbackInfo& info, size_t i, size_t n
   return Napi::Float32Array::New(info.Env(), n);
 }
 
+// The policy loss's statistics, added to a result object.
+void setPolicyStats(Napi::Object o, const PolicyLossResult& r) {
+  o.Set("entropy", r.entropy);
+  o.Set("clipFracLow", r.clipFracLow);
+  o.Set("clipFracHigh", r.clipFracHigh);
+}
+
 Napi::Object resultObject(Napi::Env env, double loss, Napi::Float32Array grad, Napi::Float32Array logprobs) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("loss", loss);
@@ -109,9 +116,7 @@ Napi::Value PolicyLoss(const Napi::CallbackInfo& info) {
     Napi::Float32Array logprobs = Napi::Float32Array::New(env, T);
     const PolicyLossResult r = policyLoss(in, cfg, grad.Data(), logprobs.Data());
     Napi::Object o = resultObject(env, r.loss, grad, logprobs);
-    o.Set("entropy", r.entropy);
-    o.Set("clipFracLow", r.clipFracLow);
-    o.Set("clipFracHigh", r.clipFracHigh);
+    setPolicyStats(o, r);
     return o;
   });
 }
@@ -171,9 +176,7 @@ static Napi::Object fusedResult(const Napi::CallbackInfo& info, size_t outArg, c
   o.Set("gradHidden", dHidden);
   o.Set("gradWeight", dWeight);
   o.Set("logprobs", logprobs);
-  o.Set("entropy", r.entropy);
-  o.Set("clipFracLow", r.clipFracLow);
-  o.Set("clipFracHigh", r.clipFracHigh);
+  setPolicyStats(o, r);
   return o;
 }
 

@@ -31,22 +31,9 @@ LossAgg parseLossAgg(const std::string& name) {
 
 namespace {
 
-// Runs fn(row) for rows [0, T) on the pool, in contiguous ranges.
-template <typename Fn>
-void forEachRow(size_t T, size_t V, Fn fn) {
-  ThreadPool& pool = ThreadPool::global();
-  const size_t tasks = std::min<size_t>(pool.size(), std::max<size_t>(1, T * V / 32768));
-  if (tasks <= 1) {
-    for (size_t t = 0; t < T; ++t) fn(t);
-    return;
-  }
-  pool.run(static_cast<int>(tasks), [&](int k) {
-    const size_t begin = T * k / tasks, end = T * (k + 1) / tasks;
-    for (size_t t = begin; t < end; ++t) fn(t);
-  });
-}
+constexpr size_t kMinLogitsPerTask = 32768;  // rows go to the pool above this much work
 
-void checkInputs(const float*, size_t T, size_t V, const int32_t* targets, const float* mask) {
+void checkInputs(size_t T, size_t V, const int32_t* targets, const float* mask) {
   SWERL_CHECK(V >= 1, InvalidArgument, "vocab must be >= 1");
   for (size_t t = 0; t < T; ++t) {
     SWERL_CHECK(targets[t] >= 0 && static_cast<size_t>(targets[t]) < V, InvalidArgument,
@@ -96,7 +83,7 @@ double clampd(double x, double lo, double hi) { return x < lo ? lo : (x > hi ? h
 
 TokenLoss::TokenLoss(const PolicyLossInputs& in, const PolicyLossConfig& cfg) : in_(in), cfg_(cfg), sft_(false) {
   const size_t T = in.tokens;
-  checkInputs(nullptr, T, in.vocab, in.targets, in.mask);
+  checkInputs(T, in.vocab, in.targets, in.mask);
   SWERL_CHECK(cfg.agg != LossAgg::SeqMeanTokenSumNorm || cfg.normLength > 0, InvalidArgument,
               "agg 'seq-mean-token-sum-norm' needs normLength > 0 (Dr.GRPO's constant, e.g. the max response length)");
   for (size_t t = 0; t < T; ++t)
@@ -106,7 +93,7 @@ TokenLoss::TokenLoss(const PolicyLossInputs& in, const PolicyLossConfig& cfg) : 
 }
 
 TokenLoss::TokenLoss(size_t tokens, size_t vocab, const int32_t* targets, const float* mask) : sft_(true) {
-  checkInputs(nullptr, tokens, vocab, targets, mask);
+  checkInputs(tokens, vocab, targets, mask);
   in_ = PolicyLossInputs{};
   in_.tokens = tokens;
   in_.vocab = vocab;
@@ -125,7 +112,7 @@ void TokenLoss::processRows(const float* logits, size_t t0, size_t n, float* gra
   std::vector<float> chunkMax(keepExp ? n * chunks : 0);
   std::vector<RowInfo> info(n);
   std::vector<char> finite(n, 1);
-  forEachRow(n, V, [&](size_t i) {
+  parallelFor(n, V, kMinLogitsPerTask, [&](size_t i) {
     const float* row = logits + i * V;
     const float target = row[in_.targets[t0 + i]];  // before the row may be overwritten
     const RowSoftmaxStats st =
@@ -147,7 +134,7 @@ void TokenLoss::processRows(const float* logits, size_t t0, size_t n, float* gra
     tokenTerm(t0 + i, info[i], c[i], e[i]);
   }
   // Pass 2 (parallel): gradient rows, possibly in place of the logits.
-  forEachRow(n, V, [&](size_t i) {
+  parallelFor(n, V, kMinLogitsPerTask, [&](size_t i) {
     float* g = grad + i * V;
     if (c[i] == 0 && e[i] == 0) {
       std::fill(g, g + V, 0.0f);

@@ -215,16 +215,10 @@ function fusedOptions(
   V: number,
 ): [number, Float32Array | undefined, Float32Array | undefined] {
   const o = checkObject('options', options);
-  const buffer = (name: string, n: number): Float32Array | undefined => {
-    const v = o[name];
-    if (v === undefined) return undefined;
-    if (!(v instanceof Float32Array) || v.length !== n) throw invalidArgument(name, `a Float32Array of ${n} values`, v);
-    return v;
-  };
   return [
     checkInteger('chunkTokens', o.chunkTokens ?? 256, 1, 1 << 20),
-    buffer('gradHidden', T * H),
-    buffer('gradWeight', V * H),
+    optionalArray(o, 'gradHidden', Float32Array, T * H),
+    optionalArray(o, 'gradWeight', Float32Array, V * H),
   ];
 }
 
@@ -245,11 +239,7 @@ export function sftLoss(
 }
 
 function gradOut(out: unknown, n: number): Float32Array | undefined {
-  const g = checkObject('out', out).gradLogits;
-  if (g === undefined) return undefined;
-  if (!(g instanceof Float32Array) || g.length !== n)
-    throw invalidArgument('out.gradLogits', `a Float32Array of ${n} values`, g);
-  return g;
+  return optionalArray(checkObject('out', out), 'gradLogits', Float32Array, n);
 }
 
 function checkConfig(cfg: unknown): NativePolicyLossConfig {

@@ -16,6 +16,8 @@
  */
 
 /** Sampling parameters as SamplingParams spells them (the seed is irrelevant to the distribution). */
+import { Sum } from './loss-reference.js';
+
 export interface SamplingRefParams {
   temperature?: number;
   topK?: number;
@@ -26,21 +28,6 @@ export interface SamplingRefParams {
   frequencyPenalty?: number;
   promptTokens?: ArrayLike<number>;
   outputTokens?: ArrayLike<number>;
-}
-
-/** Compensated (Neumaier) summation. */
-class Sum {
-  private s = 0;
-  private c = 0;
-  add(x: number): void {
-    const t = this.s + x;
-    if (Math.abs(this.s) >= Math.abs(x)) this.c += this.s - t + x;
-    else this.c += x - t + this.s;
-    this.s = t;
-  }
-  get value(): number {
-    return this.s + this.c;
-  }
 }
 
 function checkRow(x: ArrayLike<number>): void {

@@ -34,31 +34,14 @@ void convertRowToF32(float* dst, const void* src, size_t n, KvDtype dtype) {
   }
 }
 
-namespace {
-
-// Splits n rows over the pool when there is enough work to pay for the hand-off.
-template <typename RowFn>
-void forRows(size_t n, size_t rowElems, RowFn rowFn) {
-  constexpr size_t kMinElemsPerTask = 1 << 16;
-  ThreadPool& pool = ThreadPool::global();
-  size_t tasks = std::min<size_t>(pool.size(), std::max<size_t>(1, n * rowElems / kMinElemsPerTask));
-  if (tasks <= 1) {
-    for (size_t i = 0; i < n; ++i) rowFn(i);
-    return;
-  }
-  pool.run(static_cast<int>(tasks), [&](int t) {
-    size_t begin = n * t / tasks, end = n * (t + 1) / tasks;
-    for (size_t i = begin; i < end; ++i) rowFn(i);
-  });
-}
-
-}  // namespace
+// Rows are split over the pool when there is enough work to pay for the hand-off.
+constexpr size_t kMinElemsPerTask = 1 << 16;
 
 void kvScatterRows(void* pages, const int32_t* slots, size_t n, const float* src, size_t rowElems, KvDtype dtype) {
   const size_t rowBytes = rowElems * dtypeBytes(dtype);
   auto* base = static_cast<unsigned char*>(pages);
   const bool avx2 = hasAvx2() && dtype != KvDtype::F32;
-  forRows(n, rowElems, [&](size_t i) {
+  parallelFor(n, rowElems, kMinElemsPerTask, [&](size_t i) {
     void* dst = base + static_cast<size_t>(slots[i]) * rowBytes;
     if (avx2)
       convertRowF32ToAvx2(dst, src + i * rowElems, rowElems, dtype);
@@ -71,7 +54,7 @@ void kvGatherRows(const void* pages, const int32_t* slots, size_t n, float* dst,
   const size_t rowBytes = rowElems * dtypeBytes(dtype);
   const auto* base = static_cast<const unsigned char*>(pages);
   const bool avx2 = hasAvx2() && dtype != KvDtype::F32;
-  forRows(n, rowElems, [&](size_t i) {
+  parallelFor(n, rowElems, kMinElemsPerTask, [&](size_t i) {
     const void* src = base + static_cast<size_t>(slots[i]) * rowBytes;
     if (avx2)
       convertRowToF32Avx2(dst + i * rowElems, src, rowElems, dtype);

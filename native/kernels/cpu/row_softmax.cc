@@ -99,19 +99,10 @@ void chunkStats(const float* x, size_t len, float max, float& s, float& q, float
     rowChunkStatsScalar(x, len, max, s, q, expOut);
 }
 
-// Runs fn(chunk) for every kRowChunk chunk of an n-element row, split over the pool.
+// Runs fn(chunk) for every kRowChunk chunk of an n-element row, one range of chunks per thread.
 template <typename Fn>
 void forChunksParallel(size_t n, Fn fn) {
-  const size_t chunks = (n + kRowChunk - 1) / kRowChunk;
-  ThreadPool& pool = ThreadPool::global();
-  const size_t tasks = std::min<size_t>(static_cast<size_t>(pool.size()), chunks);
-  if (tasks <= 1) {
-    for (size_t c = 0; c < chunks; ++c) fn(c);
-    return;
-  }
-  pool.run(static_cast<int>(tasks), [&](int t) {
-    for (size_t c = chunks * t / tasks; c < chunks * (t + 1) / tasks; ++c) fn(c);
-  });
+  parallelFor((n + kRowChunk - 1) / kRowChunk, 1, 1, fn);
 }
 
 }  // namespace

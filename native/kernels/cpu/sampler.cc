@@ -27,8 +27,9 @@ namespace {
 constexpr int kBins = kSamplerBins;
 constexpr size_t kDrawBlock = 256;  // the draw skips whole blocks by their kept mass
 // Rows at least this long are split over the pool when the batch has fewer rows than threads.
-// Waking the pool costs tens of microseconds: on the 2-core development machine a 151936-entry
-// row (about 80 us of work) sampled on one thread was faster than split (76 vs 95 us).
+// Waking the pool costs tens of microseconds: on the 2-core development machine one 151936-entry
+// row sampled on one thread was faster than split (greedy 46-56 vs 69-77 us, T 0.7 87-89 vs
+// 98-107 us, with the gate lowered to 1 for the measurement).
 constexpr size_t kSplitRowVocab = size_t(1) << 20;
 
 uint64_t splitmix64(uint64_t x) {
