@@ -206,7 +206,7 @@ export async function sampleSuite(ctx) {
 
 /**
  * Plain-JS sampler over rows: the same order as the native one (temperature, top-k, top-p over
- * the top-k-renormalised distribution, inverse-CDF draw) written as a user would, with Math.exp
+ * the top-k-renormalised distribution) with an inverse-CDF draw, written as a user would, with Math.exp
  * and a full sort of the row's token ids for top-k/top-p; returns the same three arrays.
  * @param {Float32Array} logits
  * @param {number} vocab

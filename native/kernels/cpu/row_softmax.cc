@@ -107,17 +107,8 @@ void forChunksParallel(size_t n, Fn fn) {
 
 }  // namespace
 
-namespace {
-
-// One chunk's statistics, relative to its own maximum: the chunk is read from memory once (its
-// max, then its exps while it is still in L1/L2).
-struct ChunkStats {
-  float max, s, q;  // max; Σ exp(x − max); Σ exp(x − max)·(x − max)
-  bool finite, sane;
-};
-
-ChunkStats chunkStatsOnce(const float* x, size_t len, float* expOut) {
-  ChunkStats c{};
+RowChunkStats rowChunkStats(const float* x, size_t len, float* expOut) {
+  RowChunkStats c{};
   bool f = false, sa = false;
   c.max = rowMax(x, len, f, sa);
   c.finite = f;
@@ -129,20 +120,20 @@ ChunkStats chunkStatsOnce(const float* x, size_t len, float* expOut) {
   return c;
 }
 
-// Combines chunk statistics, in chunk order, into the row's (relative to the row's maximum).
-RowSoftmaxStats combineChunks(const float* x, size_t n, const std::vector<ChunkStats>& chunks, float* chunkMax) {
+RowSoftmaxStats rowCombineChunks(const float* x, size_t n, const RowChunkStats* chunks, float* chunkMax) {
+  const size_t numChunks = (n + kRowChunk - 1) / kRowChunk;
   RowSoftmaxStats st{};
   st.max = -std::numeric_limits<float>::infinity();
   bool finite = true, sane = true;
-  for (const ChunkStats& c : chunks) {
-    st.max = c.max > st.max ? c.max : st.max;
-    finite &= c.finite;
-    sane &= c.sane;
+  for (size_t k = 0; k < numChunks; ++k) {
+    st.max = chunks[k].max > st.max ? chunks[k].max : st.max;
+    finite &= chunks[k].finite;
+    sane &= chunks[k].sane;
   }
   st.finite = finite;
   st.valid = n > 0 && sane && st.max > -std::numeric_limits<float>::infinity();
-  for (size_t k = 0; k < chunks.size(); ++k) {
-    const ChunkStats& c = chunks[k];
+  for (size_t k = 0; k < numChunks; ++k) {
+    const RowChunkStats& c = chunks[k];
     if (chunkMax) chunkMax[k] = c.max;
     if (!st.valid || !(c.max > -std::numeric_limits<float>::infinity())) continue;
     // Σ e^(x−M)(x−M) = f·(q_c + s_c·(m_c − M)) with f = e^(m_c − M).
@@ -159,15 +150,13 @@ RowSoftmaxStats combineChunks(const float* x, size_t n, const std::vector<ChunkS
   return st;
 }
 
-}  // namespace
-
 RowSoftmaxStats rowSoftmaxStatsParallel(const float* x, size_t n, float* expOut, float* chunkMax) {
-  std::vector<ChunkStats> chunks((n + kRowChunk - 1) / kRowChunk);
+  std::vector<RowChunkStats> chunks((n + kRowChunk - 1) / kRowChunk);
   forChunksParallel(n, [&](size_t c) {
     const size_t off = c * kRowChunk;
-    chunks[c] = chunkStatsOnce(x + off, std::min(kRowChunk, n - off), expOut ? expOut + off : nullptr);
+    chunks[c] = rowChunkStats(x + off, std::min(kRowChunk, n - off), expOut ? expOut + off : nullptr);
   });
-  return combineChunks(x, n, chunks, chunkMax);
+  return rowCombineChunks(x, n, chunks.data(), chunkMax);
 }
 
 double rowExpScaledParallel(const float* x, size_t n, float max, float scale, float* out, double* chunkSums) {
@@ -186,33 +175,13 @@ double rowExpScaledParallel(const float* x, size_t n, float max, float scale, fl
 }
 
 RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n, float* expOut, float* chunkMax) {
-  thread_local std::vector<ChunkStats> chunks;
+  thread_local std::vector<RowChunkStats> chunks;
   chunks.resize((n + kRowChunk - 1) / kRowChunk);
   for (size_t c = 0; c < chunks.size(); ++c) {
     const size_t off = c * kRowChunk;
-    chunks[c] = chunkStatsOnce(x + off, std::min(kRowChunk, n - off), expOut ? expOut + off : nullptr);
+    chunks[c] = rowChunkStats(x + off, std::min(kRowChunk, n - off), expOut ? expOut + off : nullptr);
   }
-  return combineChunks(x, n, chunks, chunkMax);
-}
-
-RowSoftmaxStats rowSoftmaxStatsAndScaledExps(const float* x, size_t n, float scale, float* out, double* chunkSums,
-                                             float* chunkMax, bool parallel) {
-  std::vector<ChunkStats> chunks((n + kRowChunk - 1) / kRowChunk);
-  auto one = [&](size_t c) {
-    const size_t off = c * kRowChunk, len = std::min(kRowChunk, n - off);
-    chunks[c] = chunkStatsOnce(x + off, len, nullptr);
-    if (chunks[c].sane && chunks[c].max > -std::numeric_limits<float>::infinity()) {
-      chunkSums[c] = rowExpScaled(x + off, len, chunks[c].max, scale, out + off);  // the chunk is still cached
-    } else {
-      chunkSums[c] = 0;
-      std::fill(out + off, out + off + len, 0.0f);
-    }
-  };
-  if (parallel)
-    forChunksParallel(n, one);
-  else
-    for (size_t c = 0; c < chunks.size(); ++c) one(c);
-  return combineChunks(x, n, chunks, chunkMax);
+  return rowCombineChunks(x, n, chunks.data(), chunkMax);
 }
 
 size_t rowFindFirst(const float* x, size_t n, float v) {

@@ -33,17 +33,27 @@ struct RowSoftmaxStats {
  */
 RowSoftmaxStats rowSoftmaxStats(const float* x, size_t n, float* expOut = nullptr, float* chunkMax = nullptr);
 
-/**
- * rowSoftmaxStats (the same bits) and, in the same pass over memory, each chunk's
- * exp((x_j − m_c) · scale) into out and its sum into chunkSums[c], with m_c into chunkMax[c]:
- * what a temperature-only draw needs, from one read of the row. parallel: chunks on the thread pool
- * (the same bits; not from inside a pool task).
- */
-RowSoftmaxStats rowSoftmaxStatsAndScaledExps(const float* x, size_t n, float scale, float* out, double* chunkSums,
-                                             float* chunkMax, bool parallel = false);
+/** One kRowChunk chunk's statistics, relative to the chunk's own maximum. */
+struct RowChunkStats {
+  float max, s, q;  // max; Σ exp(x − max); Σ exp(x − max)·(x − max)
+  bool finite;      // every x is finite
+  bool sane;        // no NaN or +Inf
+};
 
 /**
- * The same two functions with the row split over the thread pool, for batches with fewer rows
+ * The statistics of chunk x[0, len) (len ≤ kRowChunk), reading it from memory once: its max,
+ * then its exps while it is still in L1/L2. With expOut, also writes exp(x_j − max) there.
+ */
+RowChunkStats rowChunkStats(const float* x, size_t len, float* expOut = nullptr);
+
+/**
+ * The row's statistics from its chunks' (chunk k = x[k·kRowChunk, ...)), combined in chunk
+ * order: the same bits as rowSoftmaxStats. chunkMax, when given, receives each chunk's max.
+ */
+RowSoftmaxStats rowCombineChunks(const float* x, size_t n, const RowChunkStats* chunks, float* chunkMax = nullptr);
+
+/**
+ * rowSoftmaxStats and rowExpScaled with the row split over the thread pool, for batches with fewer rows
  * than threads. Bitwise equal to the serial ones (the same chunk partials, combined in the same
  * order). Not to be called from inside a pool task.
  */

@@ -3,11 +3,11 @@
 // Per row, with y = the penalised logits and e_j = exp((y_j − max y) / T):
 // - every filter keeps a prefix of the order (y descending, index ascending): min-p keeps
 //   e_j ≥ minP, top-k the first k, top-p the shortest prefix whose mass reaches p of the mass
-//   kept so far. A prefix is a Cut: y_j > thr, plus the first `ties` indices with y_j == thr;
+//   kept so far. A prefix is a Cut: y_j > thr, plus the tokens with y_j == thr up to index lastTie;
 // - prefixes are found with a 2048-bin histogram of y over [min, max] (counts and masses) and a
 //   sort of the one boundary bin;
-// - the token is drawn by inverse CDF over the kept set in index order, with u from
-//   samplingUniform(seed, position); its logprob is (y_tok − max)/T − log(kept mass).
+// - the token wins the exponential race (race.h) among the kept tokens; its logprob is
+//   (y_tok − max)/T − log(kept mass).
 #include "kernels/cpu/sampler.h"
 
 #include <algorithm>
@@ -17,6 +17,7 @@
 
 #include "common/error.h"
 #include "common/thread_pool.h"
+#include "kernels/cpu/race.h"
 #include "kernels/cpu/row_softmax.h"
 #include "kernels/cpu/sampler_kernels.h"
 
@@ -25,31 +26,22 @@ namespace swerl {
 namespace {
 
 constexpr int kBins = kSamplerBins;
-constexpr size_t kDrawBlock = 256;  // the draw skips whole blocks by their kept mass
 // Rows at least this long are split over the pool when the batch has fewer rows than threads.
 // Waking the pool costs tens of microseconds: on the 2-core development machine one 151936-entry
 // row sampled on one thread was faster than split (greedy 46-56 vs 69-77 us, T 0.7 87-89 vs
 // 98-107 us, with the gate lowered to 1 for the measurement).
 constexpr size_t kSplitRowVocab = size_t(1) << 20;
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 struct Cut {
   float thr = -std::numeric_limits<float>::infinity();
-  size_t ties = std::numeric_limits<size_t>::max();  // all of them
+  int64_t lastTie = INT64_MAX;  // tokens with y == thr are kept up to this index
+  RaceFilter filter() const { return RaceFilter{thr, lastTie}; }
 };
 
 // Per-thread scratch, reused across calls.
 struct Scratch {
   std::vector<float> y, e;
-  std::vector<double> chunkSums;
   std::vector<float> chunkMax;
-  std::vector<double> chunkScale;
   std::vector<int32_t> bin;
   std::vector<uint32_t> count;
   std::vector<double> mass;
@@ -120,9 +112,9 @@ class RowSampler {
         continue;
       }
       sortBin(b);
-      size_t taken = 0, tiesSeen = 0;
+      size_t taken = 0;
       for (int32_t j : s_.members) {
-        const bool kept = y_[j] > within.thr || (y_[j] == within.thr && tiesSeen++ < within.ties);
+        const bool kept = y_[j] > within.thr || (y_[j] == within.thr && j <= within.lastTie);
         if (!kept) break;  // members are sorted: nothing after this one is kept either
         m += e_[j];
         ++taken;
@@ -134,41 +126,6 @@ class RowSampler {
     }
     mass = m;
     return within;
-  }
-
-  // Inverse-CDF draw over the kept set, in index order. Blocks without a tie of the threshold
-  // are skipped by their kept mass (vectorised); the block where the CDF crosses, and blocks
-  // holding ties (kept only up to cut.ties, in index order), go one element at a time.
-  int32_t draw(const Cut& cut, double total, double u) {
-    const double target = u * total;
-    double acc = 0;
-    size_t tiesSeen = 0;
-    int32_t last = -1;  // the last kept token with mass, for when rounding runs past the end
-    for (size_t b0 = 0; b0 < n_; b0 += kDrawBlock) {
-      const size_t len = std::min(kDrawBlock, n_ - b0);
-      const bool ties = cut.thr > -std::numeric_limits<float>::infinity() && rowContains(y_ + b0, len, cut.thr);
-      if (!ties) {
-        const double blockMass = rowMaskedSumAbove(y_ + b0, e_ + b0, len, cut.thr);
-        if (blockMass == 0) continue;
-        if (acc + blockMass <= target) {
-          acc += blockMass;
-          for (size_t j = b0 + len; j-- > b0;)
-            if (y_[j] > cut.thr && e_[j] > 0) {
-              last = static_cast<int32_t>(j);
-              break;
-            }
-          continue;
-        }
-      }
-      for (size_t j = b0; j < b0 + len; ++j) {
-        if (!(y_[j] > cut.thr || (y_[j] == cut.thr && tiesSeen++ < cut.ties))) continue;
-        if (e_[j] == 0) continue;  // never return a token of probability 0
-        acc += e_[j];
-        last = static_cast<int32_t>(j);
-        if (acc > target) return last;
-      }
-    }
-    return last;
   }
 
  private:
@@ -184,14 +141,10 @@ class RowSampler {
   }
 
   // The cut keeping exactly the first r members of the sorted bin (and everything above it).
+  // Members equal to the threshold are in index order, and equal values share a bin.
   Cut cutAt(size_t r) const {
-    Cut c;
-    c.thr = y_[s_.members[r - 1]];
-    c.ties = 0;
-    for (size_t i = 0; i < r; ++i)
-      if (y_[s_.members[i]] == c.thr) ++c.ties;
-    // Tied elements of higher bins cannot exist: equal values share a bin.
-    return c;
+    const int32_t last = s_.members[r - 1];
+    return Cut{y_[last], last};
   }
 
   bool inside(int b, const Cut& c) const {
@@ -259,61 +212,77 @@ const float* applyPenalties(const float* x, size_t n, const SamplingParams& p, S
   return y;
 }
 
-// Inverse-CDF draw over every token, token j having mass e[j] · scale[c] (scale null: 1), where
-// c is j's chunk and chunkMass[c] the chunk's total: find the chunk where the CDF crosses
-// u · total, then the token inside it (the only chunk read again).
-int32_t drawByChunks(const float* e, size_t n, const std::vector<double>& chunkMass, const double* scale, double u,
-                     double total) {
-  const double target = u * total;
-  double before = 0;
-  size_t c = 0;
-  while (c + 1 < chunkMass.size() && before + chunkMass[c] <= target) before += chunkMass[c++];
-  double inChunk = target - before;  // rounding may leave it a hair past the chunk's mass
-  if (chunkMass[c] == 0) {           // only when rounding walked past the last token with mass
-    while (c > 0 && chunkMass[c] == 0) --c;
-    inChunk = std::numeric_limits<double>::infinity();  // its last token with mass
+// The race over a whole row with e_j = exp((y_j − ref)/T): serial, or split into kRowChunk
+// spans over the pool (the same winner: race.h).
+int32_t raceRow(const float* y, const float* e, size_t n, float ref, float invT, const RaceFilter& filter, RaceKey key,
+                bool splitRow) {
+  RaceBound bound;
+  RaceWinner winner;
+  if (!splitRow) {
+    raceSpan(y, e, n, 0, ref, invT, filter, key, bound, winner);
+  } else {
+    std::vector<RaceWinner> spans((n + kRowChunk - 1) / kRowChunk);
+    parallelFor(spans.size(), 1, 1, [&](size_t c) {
+      const size_t off = c * kRowChunk;
+      raceSpan(y + off, e + off, std::min(kRowChunk, n - off), static_cast<uint32_t>(off), ref, invT, filter, key,
+               bound, spans[c]);
+    });
+    for (const RaceWinner& w : spans) winner.merge(w);
   }
-  if (scale) inChunk /= scale[c];
-  const size_t begin = c * kRowChunk, end = std::min(n, begin + kRowChunk);
-  double acc = 0;
-  int32_t token = -1;
-  for (size_t j = begin; j < end; ++j) {
-    if (e[j] == 0) continue;
-    acc += e[j];
-    token = static_cast<int32_t>(j);
-    if (acc > inChunk) break;
-  }
-  SWERL_ASSERT(token >= 0);
-  return token;
+  SWERL_ASSERT(winner.index >= 0);
+  return static_cast<int32_t>(winner.index);
 }
 
-// Temperature only (no penalties, no filters): statistics, processed exps and the draw from one
-// read of the row. Exps are relative to each chunk's max; chunk masses are rescaled to the row's.
-void sampleTemperatureOnly(const float* x, size_t n, const SamplingParams& p, int64_t position, bool splitRow,
-                           Scratch& s, RowSoftmaxStats& raw, int32_t& token, double& logprob) {
+// Temperature only (no penalties, no filters), from one read of the row: per kRowChunk chunk,
+// the raw statistics, the processed exps relative to the chunk's max (in a chunk-sized buffer
+// still in L1/L2) and the chunk's part of the race.
+void sampleTemperatureOnly(const float* x, size_t n, const SamplingParams& p, RaceKey key, bool splitRow,
+                           RowSoftmaxStats& raw, int32_t& token, double& logprob) {
   const size_t chunks = (n + kRowChunk - 1) / kRowChunk;
   const float invT = 1.0f / p.temperature;
-  s.e.resize(n);
-  s.chunkSums.resize(chunks);
-  s.chunkMax.resize(chunks);
-  raw = rowSoftmaxStatsAndScaledExps(x, n, invT, s.e.data(), s.chunkSums.data(), s.chunkMax.data(), splitRow);
+  thread_local std::vector<RowChunkStats> stats;
+  thread_local std::vector<double> scaledSums;
+  thread_local std::vector<RaceWinner> winners;
+  stats.assign(chunks, RowChunkStats{});
+  scaledSums.assign(chunks, 0.0);
+  winners.assign(chunks, RaceWinner{});
+  RowChunkStats* st = stats.data();
+  double* sums = scaledSums.data();
+  RaceWinner* win = winners.data();
+  RaceBound bound;
+  auto one = [&](size_t c) {
+    thread_local std::vector<float> exps(kRowChunk);  // per pool thread
+    const size_t off = c * kRowChunk, len = std::min(kRowChunk, n - off);
+    st[c] = rowChunkStats(x + off, len, invT == 1 ? exps.data() : nullptr);
+    if (!st[c].sane || !(st[c].max > -std::numeric_limits<float>::infinity())) return;
+    sums[c] = invT == 1 ? st[c].s : rowExpScaled(x + off, len, st[c].max, invT, exps.data());
+    raceSpan(x + off, exps.data(), len, static_cast<uint32_t>(off), st[c].max, invT, RaceFilter{}, key, bound, win[c]);
+  };
+  if (splitRow)
+    parallelFor(chunks, 1, 1, one);
+  else
+    for (size_t c = 0; c < chunks; ++c) one(c);
+  raw = rowCombineChunks(x, n, st);
   if (!raw.valid) return;
-  s.chunkScale.resize(chunks);
+  RaceWinner winner;
   double total = 0;
   for (size_t c = 0; c < chunks; ++c) {
-    const bool any = s.chunkMax[c] > -std::numeric_limits<float>::infinity();
-    s.chunkScale[c] = any ? std::exp((static_cast<double>(s.chunkMax[c]) - raw.max) * invT) : 0.0;
-    s.chunkSums[c] *= s.chunkScale[c];
-    total += s.chunkSums[c];
+    winner.merge(win[c]);
+    if (st[c].max > -std::numeric_limits<float>::infinity())
+      total += sums[c] * std::exp((static_cast<double>(st[c].max) - raw.max) * invT);
   }
-  token = drawByChunks(s.e.data(), n, s.chunkSums, s.chunkScale.data(), samplingUniform(p.seed, position), total);
-  logprob = (static_cast<double>(x[token]) - raw.max) * invT - std::log(total);
+  SWERL_ASSERT(winner.index >= 0);
+  token = static_cast<int32_t>(winner.index);
+  // At temperature 1 the processed distribution is the raw one: report the same bits.
+  logprob = invT == 1 ? static_cast<double>(x[token]) - raw.lse()
+                      : (static_cast<double>(x[token]) - raw.max) * invT - std::log(total);
 }
 
 // Samples one row; returns false for logits with NaN/+Inf (or nothing finite).
 // splitRow: the row's exp passes run on the whole pool (batches with fewer rows than threads);
 // the results are the same bits either way.
 bool sampleRow(const float* x, size_t n, const SamplingParams& p, int64_t position, SampleResult& out, bool splitRow) {
+  const RaceKey key = raceKey(p.seed, position);
   auto stats = [&](const float* v, float* expOut, float* chunkMax) {
     return splitRow ? rowSoftmaxStatsParallel(v, n, expOut, chunkMax) : rowSoftmaxStats(v, n, expOut, chunkMax);
   };
@@ -325,17 +294,15 @@ bool sampleRow(const float* x, size_t n, const SamplingParams& p, int64_t positi
     RowSoftmaxStats raw;
     int32_t token = 0;
     double logprob = 0;
-    sampleTemperatureOnly(x, n, p, position, splitRow, s, raw, token, logprob);
+    sampleTemperatureOnly(x, n, p, key, splitRow, raw, token, logprob);
     if (!raw.valid) return false;
     out =
         SampleResult{token, static_cast<float>(logprob), static_cast<float>(static_cast<double>(x[token]) - raw.lse())};
     return true;
   }
-  // At temperature 1 without penalties the processed exps are the raw ones: keep them from the
-  // statistics pass. (The unfiltered draw wants chunk sums, which rowExpScaled gives.)
-  const bool filtered = (p.topK > 0 && static_cast<size_t>(p.topK) < n) || p.topP < 1 || p.minP > 0;
-  const bool reuseExp =
-      filtered && p.temperature == 1 && p.repetitionPenalty == 1 && p.presencePenalty == 0 && p.frequencyPenalty == 0;
+  // Filtered or penalised from here. At temperature 1 without penalties the processed exps are the
+  // raw ones: keep them from the statistics pass.
+  const bool reuseExp = !penalized && p.temperature == 1;
   const size_t chunks = (n + kRowChunk - 1) / kRowChunk;
   if (reuseExp) {
     s.e.resize(n);
@@ -361,11 +328,9 @@ bool sampleRow(const float* x, size_t n, const SamplingParams& p, int64_t positi
   } else {
     const float invT = 1.0f / p.temperature;
     s.e.resize(n);
-    s.chunkSums.resize((n + kRowChunk - 1) / kRowChunk);
     const double total = reuseExp   ? raw.sumExp
-                         : splitRow ? rowExpScaledParallel(y, n, proc.max, invT, s.e.data(), s.chunkSums.data())
-                                    : rowExpScaled(y, n, proc.max, invT, s.e.data(), s.chunkSums.data());
-    const double u = samplingUniform(p.seed, position);
+                         : splitRow ? rowExpScaledParallel(y, n, proc.max, invT, s.e.data(), nullptr)
+                                    : rowExpScaled(y, n, proc.max, invT, s.e.data());
     const size_t k = p.topK > 0 && static_cast<size_t>(p.topK) < n ? static_cast<size_t>(p.topK) : n;
     size_t keep = k;
     if (p.minP > 0) {
@@ -380,11 +345,8 @@ bool sampleRow(const float* x, size_t n, const SamplingParams& p, int64_t positi
       RowSampler rs(y, s.e.data(), n, proc.max, ymin, s);
       if (keep < n) cut = rs.prefixByCount(keep, mass);
       if (p.topP < 1) cut = rs.prefixByMass(cut, p.topP * mass, mass);
-      token = rs.draw(cut, mass, u);
-    } else {
-      // No filter: find the chunk where the CDF crosses u·total, then the token inside it.
-      token = drawByChunks(s.e.data(), n, s.chunkSums, nullptr, u, total);
     }
+    token = raceRow(y, s.e.data(), n, proc.max, invT, cut.filter(), key, splitRow);
     logprob = (static_cast<double>(y[token]) - proc.max) * invT - std::log(mass);
   }
   out.token = token;
@@ -394,11 +356,6 @@ bool sampleRow(const float* x, size_t n, const SamplingParams& p, int64_t positi
 }
 
 }  // namespace
-
-double samplingUniform(uint64_t seed, int64_t position) {
-  const uint64_t h = splitmix64(splitmix64(seed) ^ (static_cast<uint64_t>(position) * 0xd6e8feb86659fd93ull));
-  return static_cast<double>(h >> 11) * (1.0 / 9007199254740992.0);
-}
 
 void sampleRows(const float* logits, size_t rows, size_t vocab, const SamplingParams* params, const int32_t* positions,
                 SampleResult* out) {

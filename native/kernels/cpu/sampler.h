@@ -1,9 +1,9 @@
 // Batched token sampling over logits rows, in vLLM's order: penalties, temperature, min-p,
 // top-k, top-p (over the top-k-renormalised distribution, keeping the smallest set whose mass
 // reaches p). Sort-free: top-k and top-p find their cut with a 2048-bin radix histogram of the
-// logits and sort only the boundary bin. The draw is an inverse-CDF draw with one uniform from a
-// counter-based hash of (seed, position): a row's token depends only on its own logits, params,
-// seed and position, never on the batch.
+// logits and sort only the boundary bin. The draw is an exponential race over the kept tokens,
+// keyed by (seed, position, vocabulary index) (race.h): a row's token depends only on its own
+// logits, params, seed and position, never on the batch.
 //
 // Reported per row: the token, its log-probability under the processed distribution actually
 // sampled from, and under log_softmax of the raw logits (the same row statistics the losses
@@ -39,8 +39,5 @@ struct SampleResult {
 /** Samples every row (in parallel); throws INVALID_ARGUMENT or NON_FINITE_LOGITS before writing. */
 void sampleRows(const float* logits, size_t rows, size_t vocab, const SamplingParams* params, const int32_t* positions,
                 SampleResult* out);
-
-/** The uniform in [0, 1) a row draws for (seed, position). */
-double samplingUniform(uint64_t seed, int64_t position);
 
 }  // namespace swerl

@@ -32,19 +32,4 @@ size_t rowCollectBin(const int32_t* bins, size_t n, int32_t b, int32_t* out) {
   return k;
 }
 
-float rowMaskedSumAbove(const float* x, const float* e, size_t n, float thr) {
-  if (avx2()) return rowMaskedSumAboveAvx2(x, e, n, thr);
-  float s = 0;
-  for (size_t j = 0; j < n; ++j)
-    if (x[j] > thr) s += e[j];
-  return s;
-}
-
-bool rowContains(const float* x, size_t n, float v) {
-  if (avx2()) return rowContainsAvx2(x, n, v);
-  for (size_t j = 0; j < n; ++j)
-    if (x[j] == v) return true;
-  return false;
-}
-
 }  // namespace swerl

@@ -1,6 +1,5 @@
 // Row passes of the sampler's filters (kernels/cpu/sampler.cc), portable and AVX2. Each pair
-// gives identical results: bins use the same float operations in the same order, and the
-// masked sums are only used to skip blocks (the crossing block is re-scanned one by one).
+// gives identical results: bins use the same float operations in the same order.
 #pragma once
 
 #include <cstddef>
@@ -14,10 +13,6 @@ float rowFiniteMin(const float* x, size_t n);
 void rowBins(const float* x, size_t n, float max, float scale, int32_t* bins);
 /** Indices j with bins[j] == b, in order, into out; returns how many. */
 size_t rowCollectBin(const int32_t* bins, size_t n, int32_t b, int32_t* out);
-/** Σ e[j] over j in [0, n) with x[j] > thr, accumulated in f32 lanes. */
-float rowMaskedSumAbove(const float* x, const float* e, size_t n, float thr);
-/** Whether any x[j] == v for j in [0, n). */
-bool rowContains(const float* x, size_t n, float v);
 
 constexpr int kSamplerBins = 2048;
 
@@ -33,7 +28,5 @@ static inline int32_t samplerBin(float v, float max, float scale) {
 float rowFiniteMinAvx2(const float* x, size_t n);
 void rowBinsAvx2(const float* x, size_t n, float max, float scale, int32_t* bins);
 size_t rowCollectBinAvx2(const int32_t* bins, size_t n, int32_t b, int32_t* out);
-float rowMaskedSumAboveAvx2(const float* x, const float* e, size_t n, float thr);
-bool rowContainsAvx2(const float* x, size_t n, float v);
 
 }  // namespace swerl

@@ -65,32 +65,6 @@ size_t rowCollectBinAvx2(const int32_t* bins, size_t n, int32_t b, int32_t* out)
   return k;
 }
 
-float rowMaskedSumAboveAvx2(const float* x, const float* e, size_t n, float thr) {
-  const __m256 vt = _mm256_set1_ps(thr);
-  __m256 s = _mm256_setzero_ps();
-  size_t j = 0;
-  for (; j + 8 <= n; j += 8) {
-    const __m256 keep = _mm256_cmp_ps(_mm256_loadu_ps(x + j), vt, _CMP_GT_OQ);
-    s = _mm256_add_ps(s, _mm256_and_ps(keep, _mm256_loadu_ps(e + j)));
-  }
-  alignas(32) float l[8];
-  _mm256_store_ps(l, s);
-  float out = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
-  for (; j < n; ++j)
-    if (x[j] > thr) out += e[j];
-  return out;
-}
-
-bool rowContainsAvx2(const float* x, size_t n, float v) {
-  const __m256 vv = _mm256_set1_ps(v);
-  size_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    if (_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + j), vv, _CMP_EQ_OQ)) != 0) return true;
-  for (; j < n; ++j)
-    if (x[j] == v) return true;
-  return false;
-}
-
 }  // namespace swerl
 
 #else  // not x86: never selected at run time
@@ -99,8 +73,6 @@ namespace swerl {
 float rowFiniteMinAvx2(const float*, size_t) { return 0; }
 void rowBinsAvx2(const float*, size_t, float, float, int32_t*) {}
 size_t rowCollectBinAvx2(const int32_t*, size_t, int32_t, int32_t*) { return 0; }
-float rowMaskedSumAboveAvx2(const float*, const float*, size_t, float) { return 0; }
-bool rowContainsAvx2(const float*, size_t, float) { return false; }
 }  // namespace swerl
 
 #endif
