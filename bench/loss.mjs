@@ -170,6 +170,33 @@ export async function lossSuite(ctx) {
     };
   }
   if (missed.length > 0) progress(`loss: goals missed by ${missed.join(', ')} (see meta.loss)`);
+
+  // The compute ceiling: the policy loss on 8 rows (4.9 MB, and as much gradient) that stay in
+  // the last-level cache between calls.
+  const CT = 8;
+  const cachedName = `loss.policy.cached.T${CT}.V${VOCAB}`;
+  const cachedIn = sliceInputs(inputs, CT);
+  const cachedGrad = new Float32Array(CT * VOCAB);
+  progress(`${cachedName}: native, rows resident in cache`);
+  const mc = await measure(
+    cachedName,
+    () => policyLoss(cachedIn, { clipLow: CLIP_LOW, clipHigh: CLIP_HIGH }, { gradLogits: cachedGrad }),
+    ctx.quick ? { time: 60, warmupTime: 10 } : { time: 1000, warmupTime: 200 },
+  );
+  const cachedGbps = (CT * VOCAB * 4) / (mc.periodMs / 1000) / 1e9;
+  ctx.report.add({
+    name: cachedName,
+    value: cachedGbps,
+    unit: 'GB/s',
+    roofline: { value: ctx.limits.streamGbps, unit: 'GB/s' },
+  });
+  const fromMemory = /** @type {{ native: { periodMs: number } }} */ (meta[`loss.policy.T${T}.V${VOCAB}`]);
+  meta[cachedName] = {
+    T: CT,
+    native: mc,
+    memoryOverCached: bytes / (fromMemory.native.periodMs / 1000) / 1e9 / cachedGbps,
+    note: 'the same kernel with logits and gradient resident in cache: the compute ceiling (two exps per element: statistics, then gradient). memoryOverCached near 1 means the kernel is compute-bound',
+  };
   await fusedLmHead(ctx, meta);
 }
 

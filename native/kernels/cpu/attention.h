@@ -1,0 +1,43 @@
+// Causal attention on the CPU, one routine for the dense (training, scoring) and the paged
+// (engine) forward: K and V are read through KvRows, a position → row accessor over either a
+// contiguous [T, rowStride] array or the paged cache's blocks. A query's output is computed in
+// the same order from the same values either way, so dense and paged logits agree bitwise
+// (f32 KV). Memory is O(chunk) per query: keys go by in tiles of kAttnTile with an online
+// softmax (running max and sum), never a [T, T] score matrix.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace swerl {
+
+constexpr size_t kAttnTile = 16;
+
+/** Where position p's K (or V) row for one layer lives: f32 rows of numKvHeads · headDim. */
+struct KvRows {
+  const float* base;
+  size_t rowStride;                      // floats between consecutive positions (within a block)
+  const int32_t* blockTable = nullptr;   // paged: position p is in block blockTable[p / blockSize]
+  size_t blockSize = 0, blockStride = 0;  // paged: positions per block, floats per block
+  const float* row(size_t p) const {
+    if (!blockTable) return base + p * rowStride;
+    return base + static_cast<size_t>(blockTable[p / blockSize]) * blockStride + (p % blockSize) * rowStride;
+  }
+};
+
+struct AttentionShape {
+  size_t heads, kvHeads, headDim;
+  float scale;  // usually 1 / sqrt(headDim)
+};
+
+/**
+ * For queries t in [0, T) at positions pos[t] (query t attends to positions 0..pos[t]):
+ * out[t, h] = Σ_p softmax_p(scale · q[t, h] · k[p, g]) · v[p, g], with g = h / (heads / kvHeads)
+ * (GQA). Query t reads K and V through k[seq[t]] and v[seq[t]] (seq null: k[0], v[0] for all).
+ * q rows are qStride floats apart, heads headDim apart; out is [T, heads · headDim].
+ * Multi-threaded over (query, head).
+ */
+void causalAttention(const float* q, size_t qStride, const int64_t* pos, size_t T, const KvRows* k, const KvRows* v,
+                     const int32_t* seq, const AttentionShape& shape, float* out);
+
+}  // namespace swerl

@@ -1,0 +1,187 @@
+// The decoder's forward passes (see model.h).
+//
+// Per layer, for the T tokens of a call (rows of the activations):
+//   h = rmsNorm(x) · w_in;  qkv = h·[Wq; Wk; Wv]ᵀ (+ bias);  rope(q), rope(k)
+//   a = causalAttention(q, K, V);  x += a·Woᵀ
+//   h = rmsNorm(x) · w_post;  gu = h·[Wg; Wu]ᵀ;  x += (silu(g)·u)·Wdᵀ
+// then logits = rmsNorm(x) · w_final · Ŵᵀ. Every step is per-row or a batch-invariant GEMM, so a
+// token's values never depend on which other tokens share the call.
+#include "model/model.h"
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "common/error.h"
+#include "common/thread_pool.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/decoder_kernels.h"
+#include "kernels/cpu/gemm.h"
+
+namespace swerl {
+
+namespace {
+
+uint64_t mix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// out[M, N] = a[M, K] · w[N, K]ᵀ + beta · out.
+void linear(const float* a, size_t M, size_t K, const float* w, size_t N, float* out, float beta = 0) {
+  gemm(M, N, K, MatView{a, K, 1}, MatView{w, 1, K}, out, N, beta);
+}
+
+}  // namespace
+
+struct Model::Attn {
+  KvStorage* kv = nullptr;  // null: dense, K/V from this call's own rows
+  const PagedBatch* batch = nullptr;
+  std::vector<int32_t> seqOfToken;
+};
+
+Model::Model(ModelConfig config) : cfg_(std::move(config)) {
+  cfg_.validate();
+  table_ = paramTable(cfg_);
+  layout_ = arenaLayout(cfg_);
+  try {
+    weights_.assign(layout_.total, 0.0f);
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorCode::OutOfMemory, "cannot allocate " + std::to_string(layout_.total * 4 >> 20) +
+                                            " MiB for the model's weights");
+  }
+}
+
+void Model::initRandom(uint64_t seed, float std) {
+  for (size_t i = 0; i < table_.size(); ++i) {
+    const ParamSpec& p = table_[i];
+    float* w = weights_.data() + p.offset;
+    if (p.kind == ParamKind::Norm) {
+      std::fill(w, w + p.size, 1.0f);
+      continue;
+    }
+    if (p.kind == ParamKind::Bias) {
+      std::fill(w, w + p.size, 0.0f);
+      continue;
+    }
+    const uint64_t key = mix64(mix64(seed) ^ (i + 1));
+    parallelFor((p.size + 1) / 2, 1, 65536, [&](size_t k) {
+      // Box–Muller on two 53-bit uniforms from the counter (key, k): elements 2k and 2k + 1.
+      const uint64_t a = mix64(key ^ (2 * k)), b = mix64(key ^ (2 * k + 1));
+      const double u1 = (static_cast<double>(a >> 11) + 1) * 0x1p-53, u2 = static_cast<double>(b >> 11) * 0x1p-53;
+      const double r = std::sqrt(-2 * std::log(u1)) * std, th = 6.283185307179586 * u2;
+      w[2 * k] = static_cast<float>(r * std::cos(th));
+      if (2 * k + 1 < p.size) w[2 * k + 1] = static_cast<float>(r * std::sin(th));
+    });
+  }
+}
+
+void Model::forward(const int32_t* tokens, size_t T, float* logits) const {
+  if (T == 0) return;
+  std::vector<int64_t> pos(T);
+  for (size_t t = 0; t < T; ++t) pos[t] = static_cast<int64_t>(t);
+  run(tokens, pos.data(), T, Attn{}, nullptr, T, logits);
+}
+
+void Model::forwardPaged(const PagedBatch& b, KvStorage& kv, float* logits) const {
+  const KvGeometry& g = kv.geometry();
+  SWERL_CHECK(g.dtype == KvDtype::F32 && kv.device() == Device::Cpu, InvalidArgument,
+              "the paged forward needs an f32 KV cache on the CPU");
+  SWERL_CHECK(g.numLayers == cfg_.layers && g.numKvHeads == cfg_.kvHeads && g.headDim == cfg_.headDim,
+              InvalidArgument, "the KV cache's numLayers, numKvHeads and headDim must match the model's");
+  Attn attn;
+  attn.kv = &kv;
+  attn.batch = &b;
+  attn.seqOfToken.resize(b.numTokens);
+  std::vector<int64_t> pos(b.numTokens);
+  size_t t = 0;
+  for (size_t s = 0; s < b.seqs.size(); ++s) {
+    const PagedSequence& q = b.seqs[s];
+    SWERL_CHECK(q.start >= 0 && q.count >= 1, InvalidArgument, "each sequence needs at least one new token");
+    const int64_t last = q.start + static_cast<int64_t>(q.count) - 1;
+    SWERL_CHECK(static_cast<size_t>(last / g.blockSize) < q.numBlocks, InvalidArgument,
+                "sequence " + std::to_string(s) + "'s block table does not cover position " + std::to_string(last));
+    for (size_t i = 0; i < q.numBlocks; ++i)
+      SWERL_CHECK(q.blockTable[i] >= 0 && q.blockTable[i] < g.numBlocks, InvalidArgument,
+                  "block table entry out of range");
+    for (size_t i = 0; i < q.count; ++i, ++t) {
+      SWERL_CHECK(t < b.numTokens, InvalidArgument, "the sequences hold more tokens than the batch");
+      attn.seqOfToken[t] = static_cast<int32_t>(s);
+      pos[t] = q.start + static_cast<int64_t>(i);
+    }
+  }
+  SWERL_CHECK(t == b.numTokens, InvalidArgument, "the sequences must account for every token of the batch");
+  for (size_t i = 0; i < b.numTokens; ++i)
+    SWERL_CHECK(b.slots[i] >= 0 && static_cast<size_t>(b.slots[i]) < g.slots(), InvalidArgument,
+                "slot out of range");
+  for (size_t i = 0; i < b.numLogitRows; ++i)
+    SWERL_CHECK(b.logitRows[i] >= 0 && static_cast<size_t>(b.logitRows[i]) < b.numTokens, InvalidArgument,
+                "logit row out of range");
+  if (b.numTokens == 0) return;
+  run(b.tokens, pos.data(), b.numTokens, attn, b.logitRows, b.numLogitRows, logits);
+}
+
+void Model::run(const int32_t* tokens, const int64_t* pos, size_t T, const Attn& attn, const int32_t* logitRows,
+                size_t numLogitRows, float* logits) const {
+  const ModelConfig& c = cfg_;
+  const size_t H = c.hidden, I = c.intermediate, V = c.vocab, hd = c.headDim, half = hd / 2;
+  const size_t qDim = c.qDim(), kvDim = c.kvDim(), qkvDim = c.qkvDim();
+  for (size_t t = 0; t < T; ++t)
+    SWERL_CHECK(tokens[t] >= 0 && tokens[t] < c.vocab, InvalidArgument,
+                "token " + std::to_string(tokens[t]) + " at row " + std::to_string(t) + " is outside the vocabulary");
+  const float* W = weights_.data();
+  std::vector<float> x(T * H), h(T * H), qkv(T * qkvDim), att(T * qDim), gu(T * 2 * I), act(T * I);
+  std::vector<float> cosT(T * half), sinT(T * half), kbuf, vbuf;
+  ropeTables(pos, T, c.invFreq.data(), half, c.ropeAttentionFactor, cosT.data(), sinT.data());
+  for (size_t t = 0; t < T; ++t)
+    std::memcpy(x.data() + t * H, W + layout_.embed + static_cast<size_t>(tokens[t]) * H, H * sizeof(float));
+  const AttentionShape shape{static_cast<size_t>(c.heads), static_cast<size_t>(c.kvHeads), hd,
+                             static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)))};
+  for (int64_t l = 0; l < c.layers; ++l) {
+    const LayerOffsets& o = layout_.layers[l];
+    rmsNorm(x.data(), T, H, W + o.inNorm, c.rmsEps, h.data());
+    linear(h.data(), T, H, W + o.qkv, qkvDim, qkv.data());
+    if (o.qkvBias != SIZE_MAX) addBias(qkv.data(), T, qkvDim, W + o.qkvBias);
+    applyRope(qkv.data(), T, qkvDim, c.heads, half, cosT.data(), sinT.data());
+    applyRope(qkv.data() + qDim, T, qkvDim, c.kvHeads, half, cosT.data(), sinT.data());
+    if (attn.kv == nullptr) {
+      const KvRows k{qkv.data() + qDim, qkvDim}, v{qkv.data() + qDim + kvDim, qkvDim};
+      causalAttention(qkv.data(), qkvDim, pos, T, &k, &v, nullptr, shape, att.data());
+    } else {
+      kbuf.resize(T * kvDim);
+      vbuf.resize(T * kvDim);
+      for (size_t t = 0; t < T; ++t) {
+        std::memcpy(kbuf.data() + t * kvDim, qkv.data() + t * qkvDim + qDim, kvDim * sizeof(float));
+        std::memcpy(vbuf.data() + t * kvDim, qkv.data() + t * qkvDim + qDim + kvDim, kvDim * sizeof(float));
+      }
+      attn.kv->write(static_cast<int32_t>(l), attn.batch->slots, T, kbuf.data(), vbuf.data());
+      const size_t bs = static_cast<size_t>(attn.kv->geometry().blockSize);
+      const auto* kp = static_cast<const float*>(attn.kv->kPages(static_cast<int32_t>(l)));
+      const auto* vp = static_cast<const float*>(attn.kv->vPages(static_cast<int32_t>(l)));
+      std::vector<KvRows> ks, vs;
+      for (const PagedSequence& s : attn.batch->seqs) {
+        ks.push_back(KvRows{kp, kvDim, s.blockTable, bs, bs * kvDim});
+        vs.push_back(KvRows{vp, kvDim, s.blockTable, bs, bs * kvDim});
+      }
+      causalAttention(qkv.data(), qkvDim, pos, T, ks.data(), vs.data(), attn.seqOfToken.data(), shape, att.data());
+    }
+    linear(att.data(), T, qDim, W + o.o, H, x.data(), 1.0f);
+    rmsNorm(x.data(), T, H, W + o.postNorm, c.rmsEps, h.data());
+    linear(h.data(), T, H, W + o.gateUp, 2 * I, gu.data());
+    siluMul(gu.data(), T, I, act.data());
+    linear(act.data(), T, I, W + o.down, H, x.data(), 1.0f);
+  }
+  // The final norm and LM head, only for the rows that want logits.
+  const float* rows = x.data();
+  if (logitRows) {
+    for (size_t i = 0; i < numLogitRows; ++i)
+      std::memcpy(h.data() + i * H, x.data() + static_cast<size_t>(logitRows[i]) * H, H * sizeof(float));
+    rows = h.data();
+  }
+  rmsNorm(rows, numLogitRows, H, W + layout_.finalNorm, c.rmsEps, h.data());
+  linear(h.data(), numLogitRows, H, W + layout_.lmHead, V, logits);
+}
+
+}  // namespace swerl
