@@ -24,6 +24,18 @@ export const ErrorCodes = [
   'NON_FINITE_LOGITS',
   /** The native addon could not be found or loaded. */
   'NATIVE_LOAD_FAILED',
+  /** A model file is truncated, or its header or contents are inconsistent. */
+  'CORRUPT_FILE',
+  /** A file could not be opened, read, mapped or written. */
+  'IO_ERROR',
+  /** A model directory lacks a tensor the config needs. */
+  'MISSING_TENSOR',
+  /** A checkpoint holds a tensor the architecture does not have. */
+  'UNKNOWN_TENSOR',
+  /** A tensor's shape differs from what the config implies. */
+  'SHAPE_MISMATCH',
+  /** The architecture, a dtype or a config option is not supported. */
+  'UNSUPPORTED_MODEL',
 ] as const;
 
 /** One of {@link ErrorCodes}. */

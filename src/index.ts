@@ -11,6 +11,8 @@ export {
   PagedKvCache,
   type PagedKvCacheOptions,
 } from './kv/paged-kv-cache.js';
+export { type HfModelConfig, normalizeConfig, type RopeScaling } from './model/config.js';
+export { Model, type ParameterInfo, type SaveOptions } from './model/model.js';
 export { type SampleResult, type SamplingParams, sample } from './sample.js';
 export {
   type FusedLossOptions,

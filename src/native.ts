@@ -85,11 +85,31 @@ export interface NativePolicyStats {
   clipFracHigh: number;
 }
 
+/** The native decoder (native/napi/model_binding.cc). */
+export interface NativeModel {
+  paramTable(): { name: string; shape: number[]; offset: number; size: number }[];
+  initRandom(seed: number, std: number): void;
+  getParams(offset: number, count: number): Float32Array;
+  setParams(offset: number, values: Float32Array): void;
+  /** plan: [arenaOffset, fileOffset, count, dtype (0 f32, 1 f16, 2 bf16)] quadruples. */
+  loadSafetensors(path: string, plan: Float64Array): Promise<void>;
+  forward(tokens: Int32Array): Promise<Float32Array>;
+  forwardPaged(
+    kvCache: NativePagedKvCache,
+    tokens: Int32Array,
+    slots: Int32Array,
+    seqs: Float64Array,
+    blockTables: Int32Array[],
+    logitRows: Int32Array,
+  ): Float32Array;
+}
+
 /** Everything the addon exports (native/napi/addon.cc). */
 export interface NativeBinding {
   init(errorClass: typeof SwerlError): void;
   nativeInfo(): NativeInfoRaw;
   NativePagedKvCache: new (options: NativeKvOptions, out: Float64Array) => NativePagedKvCache;
+  NativeModel: new (config: import('./model/config.js').NativeModelConfig) => NativeModel;
   measureStreamCopy(bytes: number, reps: number, threads: number): Promise<number>;
   measurePeakFma(seconds: number, threads: number): Promise<number>;
   policyLoss(

@@ -24,6 +24,10 @@ const char* errorCodeName(ErrorCode code) {
       return "DISPOSED";
     case ErrorCode::NonFiniteLogits:
       return "NON_FINITE_LOGITS";
+    case ErrorCode::CorruptFile:
+      return "CORRUPT_FILE";
+    case ErrorCode::IoError:
+      return "IO_ERROR";
     case ErrorCode::Count:
       break;
   }

@@ -21,6 +21,8 @@ enum class ErrorCode : int {
   Internal,             // a broken invariant: a bug in swerl, please report it
   Disposed,             // the object's native resources were released with dispose()
   NonFiniteLogits,      // NaN or ±Inf in logits given to the sampler or a loss
+  CorruptFile,          // a model file is truncated or its contents are inconsistent
+  IoError,              // a file could not be opened, mapped or written
   Count
 };
 

@@ -46,6 +46,8 @@ class PagedKvCache {
 
   int32_t blockSize() const { return pool_.blockSize(); }
   const KvGeometry& geometry() const { return storage_->geometry(); }
+  /** The KV pages, for the model's paged forward. */
+  KvStorage& storage() { return *storage_; }
   bool prefixCaching() const { return prefixCaching_; }
   int64_t weightVersion() const { return version_; }
 

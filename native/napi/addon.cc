@@ -3,7 +3,7 @@
 //
 // Exports: init(SwerlError), nativeInfo(), NativePagedKvCache, measureStreamCopy(),
 // measurePeakFma(), policyLoss(), sftLoss(), sample(), policyLossFused(), sftLossFused(),
-// gemm(). src/native.ts declares the same shape as the NativeBinding
+// gemm(), NativeModel. src/native.ts declares the same shape as the NativeBinding
 // interface.
 #include <napi.h>
 
@@ -19,6 +19,7 @@
 namespace swerl::napi {
 
 Napi::Function defineKvCache(Napi::Env env);
+Napi::Function defineModel(Napi::Env env);
 Napi::Value NativeInfo(const Napi::CallbackInfo& info);
 Napi::Value MeasureStreamCopy(const Napi::CallbackInfo& info);
 Napi::Value MeasurePeakFma(const Napi::CallbackInfo& info);
@@ -64,6 +65,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("sftLossFused", Napi::Function::New(env, SftLossFused, "sftLossFused"));
   exports.Set("gemm", Napi::Function::New(env, Gemm, "gemm"));
   exports.Set("NativePagedKvCache", defineKvCache(env));
+  exports.Set("NativeModel", defineModel(env));
   return exports;
 }
 

@@ -8,6 +8,7 @@ namespace swerl::napi {
 
 struct AddonData {
   Napi::FunctionReference swerlError;  // the JS SwerlError class, set by init()
+  Napi::FunctionReference kvCacheClass;  // NativePagedKvCache, to recognise its instances
 };
 
 inline AddonData& addonData(Napi::Env env) { return *env.GetInstanceData<AddonData>(); }

@@ -95,6 +95,8 @@ class KvCacheWrap : public Napi::ObjectWrap<KvCacheWrap> {
 
   ~KvCacheWrap() override { release(); }
 
+  PagedKvCache& cacheRef(Napi::Env env) { return cache(env); }
+
  private:
   double* out() { return out_.Value().Data(); }
 
@@ -306,6 +308,16 @@ class KvCacheWrap : public Napi::ObjectWrap<KvCacheWrap> {
   int64_t externalBytes_ = 0;
 };
 
-Napi::Function defineKvCache(Napi::Env env) { return KvCacheWrap::Define(env); }
+Napi::Function defineKvCache(Napi::Env env) {
+  Napi::Function ctor = KvCacheWrap::Define(env);
+  addonData(env).kvCacheClass = Napi::Persistent(ctor);
+  return ctor;
+}
+
+PagedKvCache& unwrapKvCache(Napi::Env env, Napi::Value v) {
+  require(env, v.IsObject() && v.As<Napi::Object>().InstanceOf(addonData(env).kvCacheClass.Value()),
+          "kvCache must be a NativePagedKvCache");
+  return KvCacheWrap::Unwrap(v.As<Napi::Object>())->cacheRef(env);
+}
 
 }  // namespace swerl::napi

@@ -1,0 +1,214 @@
+/**
+ * The policy model (DESIGN.md section 6): a Qwen2 / Llama decoder in the native core, loaded from
+ * and saved to Hugging Face layout (config.json + safetensors, sharded or not).
+ */
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { invalidArgument, SwerlError } from '../errors.js';
+import { type NativeModel, native } from '../native.js';
+import { checkInteger, toTokenArray } from '../validate.js';
+import { type HfModelConfig, nativeConfig, normalizeConfig } from './config.js';
+import { fileExists, readSafetensorsHeader, type SafetensorsDtype, writeSafetensors } from './safetensors.js';
+
+/** A parameter's Hugging Face name and shape. */
+export interface ParameterInfo {
+  name: string;
+  shape: number[];
+}
+
+interface ParamSpec extends ParameterInfo {
+  offset: number;
+  size: number;
+}
+
+/** Tensors some checkpoints carry that the model recomputes: skipped when loading. */
+const IGNORED = /\.rotary_emb\.inv_freq$/;
+
+const DTYPE_CODE: Record<SafetensorsDtype, number> = { F32: 0, F16: 1, BF16: 2 };
+
+/** Options of {@link Model.save}. */
+export interface SaveOptions {
+  /** Stored dtype (default 'f32'; 'bf16' halves the files, rounding to nearest even). */
+  dtype?: 'f32' | 'bf16';
+}
+
+/** A Qwen2ForCausalLM / LlamaForCausalLM decoder on the CPU. */
+export class Model {
+  /** The Hugging Face config, with every field the model uses filled in. */
+  readonly config: HfModelConfig;
+  readonly #native: NativeModel;
+  readonly #params: ParamSpec[];
+  readonly #byName: Map<string, ParamSpec>;
+
+  private constructor(config: HfModelConfig) {
+    this.config = config;
+    this.#native = new (native().NativeModel)(nativeConfig(config));
+    this.#params = this.#native.paramTable();
+    this.#byName = new Map(this.#params.map((p) => [p.name, p]));
+  }
+
+  /**
+   * A randomly initialised model, as transformers initialises one: linear and embedding weights
+   * ~ N(0, initializer_range²), norms 1, biases 0. The same (config, seed) gives the same weights.
+   */
+  static random(config: object, seed: number): Model {
+    checkInteger('seed', seed, 0);
+    const m = new Model(normalizeConfig(config));
+    m.#native.initRandom(seed, m.config.initializer_range as number);
+    return m;
+  }
+
+  /**
+   * Loads config.json and model.safetensors (or the shards of model.safetensors.index.json) from
+   * `dir`. f32, f16 and bf16 tensors; they are held as f32. Throws IO_ERROR, CORRUPT_FILE,
+   * MISSING_TENSOR, UNKNOWN_TENSOR, SHAPE_MISMATCH or UNSUPPORTED_MODEL.
+   */
+  static async load(dir: string, o: { device?: 'cpu' | 'cuda' } = {}): Promise<Model> {
+    if (typeof dir !== 'string') throw invalidArgument('dir', 'a directory path', dir);
+    const device = o.device ?? 'cpu';
+    if (device === 'cuda') {
+      throw new SwerlError('the model runs on the CPU only so far; load with { device: "cpu" }', 'CUDA_UNAVAILABLE');
+    }
+    if (device !== 'cpu') throw invalidArgument('device', "'cpu' or 'cuda'", device);
+    const config = normalizeConfig(await readJson(join(dir, 'config.json')));
+    const model = new Model(config);
+    const files = await weightFiles(dir);
+    const seen = new Set<string>();
+    for (const file of files) {
+      const header = await readSafetensorsHeader(file);
+      const plan: number[] = [];
+      for (const [name, t] of header.tensors) {
+        const p = model.#byName.get(name);
+        if (!p) {
+          if (IGNORED.test(name) || (name === 'lm_head.weight' && config.tie_word_embeddings)) continue;
+          throw new SwerlError(
+            `${file} holds ${name}, which a ${config.architectures?.[0]} of this config does not have; is config.json from the same checkpoint?`,
+            'UNKNOWN_TENSOR',
+          );
+        }
+        if (t.shape.length !== p.shape.length || t.shape.some((d, i) => d !== p.shape[i])) {
+          throw new SwerlError(
+            `${name} in ${file} has shape [${t.shape}], config.json implies [${p.shape}]`,
+            'SHAPE_MISMATCH',
+          );
+        }
+        if (seen.has(name)) throw new SwerlError(`${name} appears in more than one shard`, 'CORRUPT_FILE');
+        seen.add(name);
+        plan.push(p.offset, t.begin, p.size, DTYPE_CODE[t.dtype]);
+      }
+      await model.#native.loadSafetensors(file, Float64Array.from(plan));
+    }
+    const missing = model.#params.filter((p) => !seen.has(p.name)).map((p) => p.name);
+    if (missing.length > 0) {
+      throw new SwerlError(
+        `${dir} lacks ${missing.length} tensor(s) the config needs: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', ...' : ''}`,
+        'MISSING_TENSOR',
+      );
+    }
+    return model;
+  }
+
+  /** Dense forward of one sequence at positions 0..T−1: logits [T, vocab_size], row-major. */
+  forward(tokens: Int32Array | ArrayLike<number>): Promise<Float32Array> {
+    const t = toTokenArray('tokens', tokens);
+    const V = this.config.vocab_size;
+    for (let i = 0; i < t.length; i++) {
+      const v = t[i] as number;
+      if (v < 0 || v >= V) throw invalidArgument(`tokens[${i}]`, `a token id in [0, ${V})`, v);
+    }
+    return this.#native.forward(t);
+  }
+
+  /**
+   * Writes config.json and model.safetensors (Hugging Face names and shapes; lm_head omitted when
+   * tied) into `dir`, which transformers' from_pretrained and vLLM load.
+   */
+  async save(dir: string, o: SaveOptions = {}): Promise<void> {
+    if (typeof dir !== 'string') throw invalidArgument('dir', 'a directory path', dir);
+    const dtype = o.dtype ?? 'f32';
+    if (dtype !== 'f32' && dtype !== 'bf16') throw invalidArgument('dtype', "'f32' or 'bf16'", dtype);
+    try {
+      await mkdir(dir, { recursive: true });
+    } catch (e) {
+      throw new SwerlError(`cannot create ${dir}: ${(e as Error).message}`, 'IO_ERROR');
+    }
+    const tensors = this.#params.map((p) => ({ name: p.name, shape: p.shape, data: this.getParameter(p.name) }));
+    await writeSafetensors(join(dir, 'model.safetensors'), tensors, dtype === 'f32' ? 'F32' : 'BF16');
+    const config = { ...this.config, torch_dtype: dtype === 'f32' ? 'float32' : 'bfloat16' };
+    try {
+      await writeFile(join(dir, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
+    } catch (e) {
+      throw new SwerlError(`cannot write ${join(dir, 'config.json')}: ${(e as Error).message}`, 'IO_ERROR');
+    }
+  }
+
+  /** Every parameter's Hugging Face name and shape, in a fixed order. */
+  parameters(): ParameterInfo[] {
+    return this.#params.map((p) => ({ name: p.name, shape: [...p.shape] }));
+  }
+
+  /** The number of scalar parameters. */
+  get numParameters(): number {
+    return this.#params.reduce((a, p) => a + p.size, 0);
+  }
+
+  /** A copy of one parameter's values (row-major f32). */
+  getParameter(name: string): Float32Array {
+    const p = this.#param(name);
+    return this.#native.getParams(p.offset, p.size);
+  }
+
+  /** Replaces one parameter's values (row-major f32, the parameter's size). */
+  setParameter(name: string, values: Float32Array): void {
+    const p = this.#param(name);
+    if (!(values instanceof Float32Array) || values.length !== p.size) {
+      throw invalidArgument('values', `a Float32Array of ${p.size} values ([${p.shape}])`, values);
+    }
+    this.#native.setParams(p.offset, values);
+  }
+
+  #param(name: string): ParamSpec {
+    const p = this.#byName.get(name);
+    if (!p) throw invalidArgument('name', 'a parameter name (see parameters())', name);
+    return p;
+  }
+
+  /** @internal The native handle, for the engine's paged forward. */
+  get nativeHandle(): NativeModel {
+    return this.#native;
+  }
+}
+
+async function readJson(path: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    throw new SwerlError(`cannot read ${path}: ${(e as Error).message}`, 'IO_ERROR');
+  }
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new SwerlError(`${path} is not valid JSON: ${(e as Error).message}`, 'CORRUPT_FILE');
+  }
+}
+
+/** model.safetensors, or the shards an index names (each once, in order of first use). */
+async function weightFiles(dir: string): Promise<string[]> {
+  const single = join(dir, 'model.safetensors');
+  if (await fileExists(single)) return [single];
+  const indexPath = join(dir, 'model.safetensors.index.json');
+  if (!(await fileExists(indexPath))) {
+    throw new SwerlError(
+      `${dir} has neither model.safetensors nor model.safetensors.index.json (only safetensors checkpoints are read)`,
+      'IO_ERROR',
+    );
+  }
+  const index = (await readJson(indexPath)) as { weight_map?: Record<string, unknown> };
+  if (typeof index?.weight_map !== 'object' || index.weight_map === null)
+    throw new SwerlError(`${indexPath} has no weight_map`, 'CORRUPT_FILE');
+  const files = [...new Set(Object.values(index.weight_map))];
+  if (!files.every((f) => typeof f === 'string' && !f.includes('/') && !f.includes('\\')))
+    throw new SwerlError(`${indexPath}: weight_map must name files in the same directory`, 'CORRUPT_FILE');
+  return (files as string[]).map((f) => join(dir, f));
+}
