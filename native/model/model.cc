@@ -49,8 +49,8 @@ Model::Model(ModelConfig config) : cfg_(std::move(config)) {
   try {
     weights_.assign(layout_.total, 0.0f);
   } catch (const std::bad_alloc&) {
-    throw Error(ErrorCode::OutOfMemory, "cannot allocate " + std::to_string(layout_.total * 4 >> 20) +
-                                            " MiB for the model's weights");
+    throw Error(ErrorCode::OutOfMemory,
+                "cannot allocate " + std::to_string(layout_.total * 4 >> 20) + " MiB for the model's weights");
   }
 }
 
@@ -89,8 +89,8 @@ void Model::forwardPaged(const PagedBatch& b, KvStorage& kv, float* logits) cons
   const KvGeometry& g = kv.geometry();
   SWERL_CHECK(g.dtype == KvDtype::F32 && kv.device() == Device::Cpu, InvalidArgument,
               "the paged forward needs an f32 KV cache on the CPU");
-  SWERL_CHECK(g.numLayers == cfg_.layers && g.numKvHeads == cfg_.kvHeads && g.headDim == cfg_.headDim,
-              InvalidArgument, "the KV cache's numLayers, numKvHeads and headDim must match the model's");
+  SWERL_CHECK(g.numLayers == cfg_.layers && g.numKvHeads == cfg_.kvHeads && g.headDim == cfg_.headDim, InvalidArgument,
+              "the KV cache's numLayers, numKvHeads and headDim must match the model's");
   Attn attn;
   attn.kv = &kv;
   attn.batch = &b;
@@ -114,8 +114,7 @@ void Model::forwardPaged(const PagedBatch& b, KvStorage& kv, float* logits) cons
   }
   SWERL_CHECK(t == b.numTokens, InvalidArgument, "the sequences must account for every token of the batch");
   for (size_t i = 0; i < b.numTokens; ++i)
-    SWERL_CHECK(b.slots[i] >= 0 && static_cast<size_t>(b.slots[i]) < g.slots(), InvalidArgument,
-                "slot out of range");
+    SWERL_CHECK(b.slots[i] >= 0 && static_cast<size_t>(b.slots[i]) < g.slots(), InvalidArgument, "slot out of range");
   for (size_t i = 0; i < b.numLogitRows; ++i)
     SWERL_CHECK(b.logitRows[i] >= 0 && static_cast<size_t>(b.logitRows[i]) < b.numTokens, InvalidArgument,
                 "logit row out of range");

@@ -11,9 +11,9 @@ namespace swerl {
 struct ModelConfig {
   int64_t vocab = 0, hidden = 0, intermediate = 0, layers = 0, heads = 0, kvHeads = 0, headDim = 0;
   float rmsEps = 1e-6f;
-  bool qkvBias = false;        // Qwen2: q/k/v projections have biases
-  bool tiedEmbeddings = false;  // the LM head is the embedding matrix
-  std::vector<double> invFreq;  // headDim / 2 rotary frequencies
+  bool qkvBias = false;            // Qwen2: q/k/v projections have biases
+  bool tiedEmbeddings = false;     // the LM head is the embedding matrix
+  std::vector<double> invFreq;     // headDim / 2 rotary frequencies
   double ropeAttentionFactor = 1;  // YaRN's factor on cos and sin
 
   int64_t qDim() const { return heads * headDim; }

@@ -7,7 +7,7 @@
 namespace swerl::napi {
 
 struct AddonData {
-  Napi::FunctionReference swerlError;  // the JS SwerlError class, set by init()
+  Napi::FunctionReference swerlError;    // the JS SwerlError class, set by init()
   Napi::FunctionReference kvCacheClass;  // NativePagedKvCache, to recognise its instances
 };
 

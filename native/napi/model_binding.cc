@@ -56,7 +56,9 @@ ModelConfig parseConfig(Napi::Object o) {
 class ModelWorker : public Napi::AsyncWorker {
  public:
   ModelWorker(Napi::Env env, std::shared_ptr<std::atomic<int>> busy)
-      : Napi::AsyncWorker(env, "swerl:ModelWorker"), busy_(std::move(busy)), deferred_(Napi::Promise::Deferred::New(env)) {
+      : Napi::AsyncWorker(env, "swerl:ModelWorker"),
+        busy_(std::move(busy)),
+        deferred_(Napi::Promise::Deferred::New(env)) {
     ++*busy_;
   }
   ~ModelWorker() override { --*busy_; }
@@ -105,7 +107,10 @@ class LoadWorker : public ModelWorker {
  public:
   LoadWorker(Napi::Env env, std::shared_ptr<std::atomic<int>> busy, std::shared_ptr<Model> model, std::string path,
              std::vector<TensorCopy> copies)
-      : ModelWorker(env, std::move(busy)), model_(std::move(model)), path_(std::move(path)), copies_(std::move(copies)) {}
+      : ModelWorker(env, std::move(busy)),
+        model_(std::move(model)),
+        path_(std::move(path)),
+        copies_(std::move(copies)) {}
   void OnOK() override { deferred().Resolve(Env().Undefined()); }
 
  private:
@@ -120,14 +125,12 @@ class LoadWorker : public ModelWorker {
 class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
  public:
   static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "NativeModel",
-                       {InstanceMethod<&ModelWrap::ParamTable>("paramTable"),
-                        InstanceMethod<&ModelWrap::InitRandom>("initRandom"),
-                        InstanceMethod<&ModelWrap::GetParams>("getParams"),
-                        InstanceMethod<&ModelWrap::SetParams>("setParams"),
-                        InstanceMethod<&ModelWrap::LoadSafetensors>("loadSafetensors"),
-                        InstanceMethod<&ModelWrap::Forward>("forward"),
-                        InstanceMethod<&ModelWrap::ForwardPaged>("forwardPaged")});
+    return DefineClass(
+        env, "NativeModel",
+        {InstanceMethod<&ModelWrap::ParamTable>("paramTable"), InstanceMethod<&ModelWrap::InitRandom>("initRandom"),
+         InstanceMethod<&ModelWrap::GetParams>("getParams"), InstanceMethod<&ModelWrap::SetParams>("setParams"),
+         InstanceMethod<&ModelWrap::LoadSafetensors>("loadSafetensors"), InstanceMethod<&ModelWrap::Forward>("forward"),
+         InstanceMethod<&ModelWrap::ForwardPaged>("forwardPaged")});
   }
 
   // new NativeModel(config): all weights 0.
@@ -178,8 +181,9 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
   }
 
   size_t checkedRange(const Napi::CallbackInfo& info, int64_t offset, size_t count) {
-    require(info.Env(), offset >= 0 && static_cast<size_t>(offset) <= model_->arenaSize() &&
-                            count <= model_->arenaSize() - static_cast<size_t>(offset),
+    require(info.Env(),
+            offset >= 0 && static_cast<size_t>(offset) <= model_->arenaSize() &&
+                count <= model_->arenaSize() - static_cast<size_t>(offset),
             "parameter range outside the model");
     return static_cast<size_t>(offset);
   }
@@ -215,8 +219,7 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
     std::vector<TensorCopy> copies;
     for (size_t i = 0; i < plan.ElementLength(); i += 4) {
       const double off = plan[i], fileOff = plan[i + 1], count = plan[i + 2], dt = plan[i + 3];
-      require(env, off >= 0 && fileOff >= 0 && count >= 0 && (dt == 0 || dt == 1 || dt == 2),
-              "bad plan entry");
+      require(env, off >= 0 && fileOff >= 0 && count >= 0 && (dt == 0 || dt == 1 || dt == 2), "bad plan entry");
       const size_t o = checkedRange(info, static_cast<int64_t>(off), static_cast<size_t>(count));
       copies.push_back(TensorCopy{static_cast<uint64_t>(fileOff), static_cast<uint64_t>(count),
                                   dt == 0   ? TensorDtype::F32

@@ -26,8 +26,8 @@ float dot(const float* a, const float* b, size_t n) {
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
-void attendOne(const float* q, size_t last, const KvRows& k, const KvRows& v, size_t kvOffset, size_t hd,
-               float scale, float* acc, float* out) {
+void attendOne(const float* q, size_t last, const KvRows& k, const KvRows& v, size_t kvOffset, size_t hd, float scale,
+               float* acc, float* out) {
   float m = -std::numeric_limits<float>::infinity();
   float l = 0;
   std::fill(acc, acc + hd, 0.0f);

@@ -16,8 +16,8 @@ constexpr size_t kAttnTile = 16;
 /** Where position p's K (or V) row for one layer lives: f32 rows of numKvHeads · headDim. */
 struct KvRows {
   const float* base;
-  size_t rowStride;                      // floats between consecutive positions (within a block)
-  const int32_t* blockTable = nullptr;   // paged: position p is in block blockTable[p / blockSize]
+  size_t rowStride;                       // floats between consecutive positions (within a block)
+  const int32_t* blockTable = nullptr;    // paged: position p is in block blockTable[p / blockSize]
   size_t blockSize = 0, blockStride = 0;  // paged: positions per block, floats per block
   const float* row(size_t p) const {
     if (!blockTable) return base + p * rowStride;
