@@ -106,6 +106,11 @@ export class PagedKvCache {
     this.prefixCaching = opts.prefixCaching;
   }
 
+  /** @internal The native cache, for the model's paged forward. */
+  get nativeHandle(): NativePagedKvCache {
+    return this.#native;
+  }
+
   /** A new empty sequence; ids are never reused. */
   createSequence(): number {
     return this.#native.createSequence();

@@ -5,6 +5,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { invalidArgument, SwerlError } from '../errors.js';
+import type { PagedKvCache } from '../kv/paged-kv-cache.js';
 import { type NativeModel, native } from '../native.js';
 import { checkInteger, toTokenArray } from '../validate.js';
 import { type HfModelConfig, nativeConfig, normalizeConfig } from './config.js';
@@ -117,6 +118,64 @@ export class Model {
       if (v < 0 || v >= V) throw invalidArgument(`tokens[${i}]`, `a token id in [0, ${V})`, v);
     }
     return this.#native.forward(t);
+  }
+
+  /**
+   * The paged forward the engine runs: for each entry, `tokens` are the last tokens.length
+   * positions of sequence `seq` of `cache` (appended, not yet computed). Their K/V are written
+   * into the cache and attention reads the sequence's blocks. Returns logits
+   * [rows, vocab_size] for each entry's last token (logits 'last', the default) or for every
+   * token (all). The cache must be f32 with this model's numLayers, numKvHeads and headDim; on
+   * the CPU the logits equal the dense forward's bitwise. The caller commits afterwards.
+   */
+  forwardPaged(
+    cache: PagedKvCache,
+    batch: { seq: number; tokens: ArrayLike<number> }[],
+    o: { logits?: 'last' | 'all' } = {},
+  ): Float32Array {
+    if (!Array.isArray(batch)) throw invalidArgument('batch', 'an array of { seq, tokens }', batch);
+    const c = this.config;
+    if (
+      cache.dtype !== 'f32' ||
+      cache.numLayers !== c.num_hidden_layers ||
+      cache.numKvHeads !== c.num_key_value_heads ||
+      cache.headDim !== c.head_dim
+    ) {
+      throw invalidArgument(
+        'cache',
+        `an f32 PagedKvCache with numLayers ${c.num_hidden_layers}, numKvHeads ${c.num_key_value_heads}, headDim ${c.head_dim}`,
+        `${cache.dtype} with ${cache.numLayers}, ${cache.numKvHeads}, ${cache.headDim}`,
+      );
+    }
+    const all = (o.logits ?? 'last') === 'all';
+    const lists = batch.map((b, i) => toTokenArray(`batch[${i}].tokens`, b?.tokens));
+    const total = lists.reduce((a, t) => a + t.length, 0);
+    const tokens = new Int32Array(total);
+    const slots = new Int32Array(total);
+    const seqs = new Float64Array(2 * batch.length);
+    const tables: Int32Array[] = [];
+    const rows: number[] = [];
+    let at = 0;
+    batch.forEach((b, i) => {
+      const t = lists[i] as Int32Array;
+      if (t.length === 0) throw invalidArgument(`batch[${i}].tokens`, 'at least one token', t);
+      const len = cache.length(b.seq);
+      if (t.length > len) throw invalidArgument(`batch[${i}].tokens`, `at most the sequence's ${len} tokens`, t);
+      const start = len - t.length;
+      tokens.set(t, at);
+      slots.set(cache.slotMapping(b.seq, start, t.length), at);
+      seqs[2 * i] = start;
+      seqs[2 * i + 1] = t.length;
+      tables.push(cache.blockTable(b.seq));
+      if (all) for (let k = 0; k < t.length; k++) rows.push(at + k);
+      else rows.push(at + t.length - 1);
+      at += t.length;
+    });
+    for (let i = 0; i < total; i++) {
+      const v = tokens[i] as number;
+      if (v < 0 || v >= c.vocab_size) throw invalidArgument('tokens', `token ids in [0, ${c.vocab_size})`, v);
+    }
+    return this.#native.forwardPaged(cache.nativeHandle, tokens, slots, seqs, tables, Int32Array.from(rows));
   }
 
   /**
