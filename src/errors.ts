@@ -36,6 +36,8 @@ export const ErrorCodes = [
   'SHAPE_MISMATCH',
   /** The architecture, a dtype or a config option is not supported. */
   'UNSUPPORTED_MODEL',
+  /** NaN or ±Inf in the accumulated gradients; the optimizer step was skipped, the weights are unchanged. */
+  'NON_FINITE_GRADIENT',
 ] as const;
 
 /** One of {@link ErrorCodes}. */

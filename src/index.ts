@@ -12,8 +12,23 @@ export {
   type PagedKvCacheOptions,
 } from './kv/paged-kv-cache.js';
 export { type HfModelConfig, normalizeConfig, type RopeScaling } from './model/config.js';
-export { Model, type ParameterInfo, type SaveOptions } from './model/model.js';
+export {
+  type BackwardOptions,
+  Model,
+  type ParameterInfo,
+  type PolicyTrainSequence,
+  type SaveOptions,
+  type TrainSequence,
+} from './model/model.js';
 export { type SampleResult, type SamplingParams, sample } from './sample.js';
+export {
+  AdamW,
+  type AdamWOptions,
+  constantLr,
+  type LrSchedule,
+  type StepResult,
+  warmupCosineLr,
+} from './train/adamw.js';
 export {
   type FusedLossOptions,
   type FusedPolicyLossResult,

@@ -94,6 +94,34 @@ export interface NativeModel {
   /** plan: [arenaOffset, fileOffset, count, dtype (0 f32, 1 f16, 2 bf16)] quadruples. */
   loadSafetensors(path: string, plan: Float64Array): Promise<void>;
   forward(tokens: Int32Array): Promise<Float32Array>;
+  zeroGrad(): void;
+  getGrads(offset: number, count: number): Float32Array;
+  lossAndBackward(
+    tokens: Int32Array,
+    targets: Int32Array,
+    mask: Float32Array,
+    policy: {
+      oldLogprobs: Float32Array;
+      advantages: Float32Array;
+      seqIds?: Int32Array;
+      refLogprobs?: Float32Array;
+      rolloutLogprobs?: Float32Array;
+      config: NativePolicyLossConfig;
+    } | null,
+    options: { recompute: boolean; lossScale: number; chunkTokens: number },
+  ): Promise<{ loss: number; logprobs: Float32Array; entropy: number; clipFracLow: number; clipFracHigh: number }>;
+  optimizerStep(cfg: {
+    lr: number;
+    beta1: number;
+    beta2: number;
+    eps: number;
+    weightDecay: number;
+    maxGradNorm: number;
+    decayAll: boolean;
+  }): Promise<{ gradNorm: number; step: number }>;
+  optimizerState(): { step: number; m: Float32Array | null; v: Float32Array | null };
+  optimizerSteps(): number;
+  setOptimizerState(step: number, m: Float32Array, v: Float32Array): void;
   forwardPaged(
     kvCache: NativePagedKvCache,
     tokens: Int32Array,

@@ -28,6 +28,8 @@ const char* errorCodeName(ErrorCode code) {
       return "CORRUPT_FILE";
     case ErrorCode::IoError:
       return "IO_ERROR";
+    case ErrorCode::NonFiniteGradient:
+      return "NON_FINITE_GRADIENT";
     case ErrorCode::Count:
       break;
   }

@@ -23,6 +23,7 @@ enum class ErrorCode : int {
   NonFiniteLogits,      // NaN or ±Inf in logits given to the sampler or a loss
   CorruptFile,          // a model file is truncated or its contents are inconsistent
   IoError,              // a file could not be opened, mapped or written
+  NonFiniteGradient,    // NaN or ±Inf in the accumulated gradients: the optimizer step was skipped
   Count
 };
 

@@ -16,7 +16,7 @@
 #include "common/thread_pool.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/decoder_kernels.h"
-#include "kernels/cpu/gemm.h"
+#include "model/linear.h"
 
 namespace swerl {
 
@@ -29,18 +29,7 @@ uint64_t mix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// out[M, N] = a[M, K] · w[N, K]ᵀ + beta · out.
-void linear(const float* a, size_t M, size_t K, const float* w, size_t N, float* out, float beta = 0) {
-  gemm(M, N, K, MatView{a, K, 1}, MatView{w, 1, K}, out, N, beta);
-}
-
 }  // namespace
-
-struct Model::Attn {
-  KvStorage* kv = nullptr;  // null: dense, K/V from this call's own rows
-  const PagedBatch* batch = nullptr;
-  std::vector<int32_t> seqOfToken;
-};
 
 Model::Model(ModelConfig config) : cfg_(std::move(config)) {
   cfg_.validate();
@@ -122,65 +111,91 @@ void Model::forwardPaged(const PagedBatch& b, KvStorage& kv, float* logits) cons
   run(b.tokens, pos.data(), b.numTokens, attn, b.logitRows, b.numLogitRows, logits);
 }
 
-void Model::run(const int32_t* tokens, const int64_t* pos, size_t T, const Attn& attn, const int32_t* logitRows,
-                size_t numLogitRows, float* logits) const {
-  const ModelConfig& c = cfg_;
-  const size_t H = c.hidden, I = c.intermediate, V = c.vocab, hd = c.headDim, half = hd / 2;
-  const size_t qDim = c.qDim(), kvDim = c.kvDim(), qkvDim = c.qkvDim();
+void LayerActivations::resize(const ModelConfig& c, size_t T) {
+  const size_t H = c.hidden, I = c.intermediate;
+  h1.resize(T * H);
+  invRms1.resize(T);
+  qkv.resize(T * c.qkvDim());
+  att.resize(T * c.qDim());
+  lse.resize(T * c.heads);
+  h2.resize(T * H);
+  invRms2.resize(T);
+  gu.resize(T * 2 * I);
+  act.resize(T * I);
+}
+
+void Model::embed(const int32_t* tokens, size_t T, float* x) const {
+  const size_t H = cfg_.hidden;
   for (size_t t = 0; t < T; ++t)
-    SWERL_CHECK(tokens[t] >= 0 && tokens[t] < c.vocab, InvalidArgument,
+    SWERL_CHECK(tokens[t] >= 0 && tokens[t] < cfg_.vocab, InvalidArgument,
                 "token " + std::to_string(tokens[t]) + " at row " + std::to_string(t) + " is outside the vocabulary");
-  const float* W = weights_.data();
-  std::vector<float> x(T * H), h(T * H), qkv(T * qkvDim), att(T * qDim), gu(T * 2 * I), act(T * I);
-  std::vector<float> cosT(T * half), sinT(T * half), kbuf, vbuf;
-  ropeTables(pos, T, c.invFreq.data(), half, c.ropeAttentionFactor, cosT.data(), sinT.data());
   for (size_t t = 0; t < T; ++t)
-    std::memcpy(x.data() + t * H, W + layout_.embed + static_cast<size_t>(tokens[t]) * H, H * sizeof(float));
+    std::memcpy(x + t * H, weights_.data() + layout_.embed + static_cast<size_t>(tokens[t]) * H, H * sizeof(float));
+}
+
+void Model::layerForward(int64_t l, float* x, size_t T, const int64_t* pos, const float* cosT, const float* sinT,
+                         const Attn& attn, LayerActivations& a) const {
+  const ModelConfig& c = cfg_;
+  const size_t H = c.hidden, I = c.intermediate, hd = c.headDim, half = hd / 2;
+  const size_t qDim = c.qDim(), kvDim = c.kvDim(), qkvDim = c.qkvDim();
+  const float* W = weights_.data();
+  const LayerOffsets& o = layout_.layers[l];
   const AttentionShape shape{static_cast<size_t>(c.heads), static_cast<size_t>(c.kvHeads), hd,
                              static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)))};
-  for (int64_t l = 0; l < c.layers; ++l) {
-    const LayerOffsets& o = layout_.layers[l];
-    rmsNorm(x.data(), T, H, W + o.inNorm, c.rmsEps, h.data());
-    linear(h.data(), T, H, W + o.qkv, qkvDim, qkv.data());
-    if (o.qkvBias != SIZE_MAX) addBias(qkv.data(), T, qkvDim, W + o.qkvBias);
-    applyRope(qkv.data(), T, qkvDim, c.heads, half, cosT.data(), sinT.data());
-    applyRope(qkv.data() + qDim, T, qkvDim, c.kvHeads, half, cosT.data(), sinT.data());
-    if (attn.kv == nullptr) {
-      const KvRows k{qkv.data() + qDim, qkvDim}, v{qkv.data() + qDim + kvDim, qkvDim};
-      causalAttention(qkv.data(), qkvDim, pos, T, &k, &v, nullptr, shape, att.data());
-    } else {
-      kbuf.resize(T * kvDim);
-      vbuf.resize(T * kvDim);
-      for (size_t t = 0; t < T; ++t) {
-        std::memcpy(kbuf.data() + t * kvDim, qkv.data() + t * qkvDim + qDim, kvDim * sizeof(float));
-        std::memcpy(vbuf.data() + t * kvDim, qkv.data() + t * qkvDim + qDim + kvDim, kvDim * sizeof(float));
-      }
-      attn.kv->write(static_cast<int32_t>(l), attn.batch->slots, T, kbuf.data(), vbuf.data());
-      const size_t bs = static_cast<size_t>(attn.kv->geometry().blockSize);
-      const auto* kp = static_cast<const float*>(attn.kv->kPages(static_cast<int32_t>(l)));
-      const auto* vp = static_cast<const float*>(attn.kv->vPages(static_cast<int32_t>(l)));
-      std::vector<KvRows> ks, vs;
-      for (const PagedSequence& s : attn.batch->seqs) {
-        ks.push_back(KvRows{kp, kvDim, s.blockTable, bs, bs * kvDim});
-        vs.push_back(KvRows{vp, kvDim, s.blockTable, bs, bs * kvDim});
-      }
-      causalAttention(qkv.data(), qkvDim, pos, T, ks.data(), vs.data(), attn.seqOfToken.data(), shape, att.data());
+  if (!a.xIn.empty()) std::memcpy(a.xIn.data(), x, T * H * sizeof(float));
+  rmsNorm(x, T, H, W + o.inNorm, c.rmsEps, a.h1.data(), a.invRms1.data());
+  linear(a.h1.data(), T, H, W + o.qkv, qkvDim, a.qkv.data());
+  if (o.qkvBias != SIZE_MAX) addBias(a.qkv.data(), T, qkvDim, W + o.qkvBias);
+  applyRope(a.qkv.data(), T, qkvDim, c.heads, half, cosT, sinT);
+  applyRope(a.qkv.data() + qDim, T, qkvDim, c.kvHeads, half, cosT, sinT);
+  if (attn.kv == nullptr) {
+    const KvRows k{a.qkv.data() + qDim, qkvDim}, v{a.qkv.data() + qDim + kvDim, qkvDim};
+    causalAttention(a.qkv.data(), qkvDim, pos, T, &k, &v, nullptr, shape, a.att.data(), a.lse.data());
+  } else {
+    std::vector<float> kbuf(T * kvDim), vbuf(T * kvDim);
+    for (size_t t = 0; t < T; ++t) {
+      std::memcpy(kbuf.data() + t * kvDim, a.qkv.data() + t * qkvDim + qDim, kvDim * sizeof(float));
+      std::memcpy(vbuf.data() + t * kvDim, a.qkv.data() + t * qkvDim + qDim + kvDim, kvDim * sizeof(float));
     }
-    linear(att.data(), T, qDim, W + o.o, H, x.data(), 1.0f);
-    rmsNorm(x.data(), T, H, W + o.postNorm, c.rmsEps, h.data());
-    linear(h.data(), T, H, W + o.gateUp, 2 * I, gu.data());
-    siluMul(gu.data(), T, I, act.data());
-    linear(act.data(), T, I, W + o.down, H, x.data(), 1.0f);
+    attn.kv->write(static_cast<int32_t>(l), attn.batch->slots, T, kbuf.data(), vbuf.data());
+    const size_t bs = static_cast<size_t>(attn.kv->geometry().blockSize);
+    const auto* kp = static_cast<const float*>(attn.kv->kPages(static_cast<int32_t>(l)));
+    const auto* vp = static_cast<const float*>(attn.kv->vPages(static_cast<int32_t>(l)));
+    std::vector<KvRows> ks, vs;
+    for (const PagedSequence& s : attn.batch->seqs) {
+      ks.push_back(KvRows{kp, kvDim, s.blockTable, bs, bs * kvDim});
+      vs.push_back(KvRows{vp, kvDim, s.blockTable, bs, bs * kvDim});
+    }
+    causalAttention(a.qkv.data(), qkvDim, pos, T, ks.data(), vs.data(), attn.seqOfToken.data(), shape, a.att.data(),
+                    a.lse.data());
   }
+  linear(a.att.data(), T, qDim, W + o.o, H, x, 1.0f);
+  if (!a.xMid.empty()) std::memcpy(a.xMid.data(), x, T * H * sizeof(float));
+  rmsNorm(x, T, H, W + o.postNorm, c.rmsEps, a.h2.data(), a.invRms2.data());
+  linear(a.h2.data(), T, H, W + o.gateUp, 2 * I, a.gu.data());
+  siluMul(a.gu.data(), T, I, a.act.data());
+  linear(a.act.data(), T, I, W + o.down, H, x, 1.0f);
+}
+
+void Model::run(const int32_t* tokens, const int64_t* pos, size_t T, const Attn& attn, const int32_t* logitRows,
+                size_t numLogitRows, float* logits) const {
+  const size_t H = cfg_.hidden, half = cfg_.headDim / 2;
+  std::vector<float> x(T * H), cosT(T * half), sinT(T * half);
+  embed(tokens, T, x.data());
+  ropeTables(pos, T, cfg_.invFreq.data(), half, cfg_.ropeAttentionFactor, cosT.data(), sinT.data());
+  LayerActivations a;  // reused by every layer
+  a.resize(cfg_, T);
+  for (int64_t l = 0; l < cfg_.layers; ++l) layerForward(l, x.data(), T, pos, cosT.data(), sinT.data(), attn, a);
   // The final norm and LM head, only for the rows that want logits.
   const float* rows = x.data();
+  std::vector<float>& h = a.h1;
   if (logitRows) {
     for (size_t i = 0; i < numLogitRows; ++i)
       std::memcpy(h.data() + i * H, x.data() + static_cast<size_t>(logitRows[i]) * H, H * sizeof(float));
     rows = h.data();
   }
-  rmsNorm(rows, numLogitRows, H, W + layout_.finalNorm, c.rmsEps, h.data());
-  linear(h.data(), numLogitRows, H, W + layout_.lmHead, V, logits);
+  rmsNorm(rows, numLogitRows, H, weights_.data() + layout_.finalNorm, cfg_.rmsEps, h.data());
+  linear(h.data(), numLogitRows, H, weights_.data() + layout_.lmHead, cfg_.vocab, logits);
 }
 
 }  // namespace swerl

@@ -32,6 +32,23 @@ struct PagedBatch {
   size_t numLogitRows;
 };
 
+/** What a layer's forward writes, [T, ...] row-major; the training forward keeps them per layer. */
+struct LayerActivations {
+  std::vector<float> xIn, h1, invRms1, qkv, att, lse, xMid, h2, invRms2, gu, act;
+  void resize(const ModelConfig& c, size_t T);
+};
+
+/** A training forward's saved state, for backward(). */
+struct TrainState {
+  std::vector<int32_t> tokens;
+  std::vector<int64_t> pos;
+  std::vector<float> cosT, sinT;
+  bool recompute = false;  // layers keep only xIn; the rest is recomputed in backward
+  std::vector<LayerActivations> layers;
+  std::vector<float> xFinal, invRmsFinal;
+  std::vector<float> hidden;  // [T, hidden]: the final norm's output, the LM head's input
+};
+
 class Model {
  public:
   /** A model of this config with all weights 0. Throws INVALID_ARGUMENT on a bad config. */
@@ -58,10 +75,38 @@ class Model {
    */
   void forwardPaged(const PagedBatch& batch, KvStorage& kv, float* logits) const;
 
+  /**
+   * The training forward of one sequence (positions 0..T−1): the same arithmetic as forward(),
+   * keeping what backward() needs (with recompute, only each layer's input). st.hidden is the
+   * LM head's input: hidden·Wᵀ are forward()'s logits, bitwise.
+   */
+  void forwardTrain(const int32_t* tokens, size_t T, bool recompute, TrainState& st) const;
+
+  /**
+   * Backpropagates dHidden [T, hidden] (the loss's gradient with respect to st.hidden) through
+   * the final norm, every layer and the embedding, adding each parameter's gradient into grad
+   * (arena layout). The LM head's own gradient is the loss's to add.
+   */
+  void backward(TrainState& st, const float* dHidden, float* grad) const;
+
+  /** Arena offsets (for the LM head, which the fused loss handles). */
+  const ArenaLayout& layout() const { return layout_; }
+
  private:
-  struct Attn;  // how a layer's attention reads K/V (dense buffers or paged storage)
+  // How a layer's attention reads K/V: kv null, from the call's own rows (dense); else the paged
+  // storage, through each sequence's block table.
+  struct Attn {
+    KvStorage* kv = nullptr;
+    const PagedBatch* batch = nullptr;
+    std::vector<int32_t> seqOfToken;
+  };
   void run(const int32_t* tokens, const int64_t* pos, size_t T, const Attn& attn, const int32_t* logitRows,
            size_t numLogitRows, float* logits) const;
+  void embed(const int32_t* tokens, size_t T, float* x) const;
+  // One layer on x [T, hidden] in place, writing its intermediates into a (xIn and xMid only
+  // when non-empty: the training forward keeps them).
+  void layerForward(int64_t l, float* x, size_t T, const int64_t* pos, const float* cosT, const float* sinT,
+                    const Attn& attn, LayerActivations& a) const;
 
   ModelConfig cfg_;
   std::vector<ParamSpec> table_;

@@ -5,6 +5,7 @@
 #include "kernels/cpu/gemm.h"
 #include "napi/args.h"
 #include "napi/errors.h"
+#include "napi/loss_binding.h"
 #include "train/fused_lm_head_loss.h"
 #include "train/losses.h"
 
@@ -61,20 +62,6 @@ Napi::Object resultObject(Napi::Env env, double loss, Napi::Float32Array grad, N
   return o;
 }
 
-PolicyLossConfig parseConfig(Napi::Object c) {
-  PolicyLossConfig cfg;
-  cfg.clipLow = static_cast<float>(numberField(c, "clipLow"));
-  cfg.clipHigh = static_cast<float>(numberField(c, "clipHigh"));
-  cfg.dualClip = static_cast<float>(numberField(c, "dualClip"));
-  cfg.normLength = numberField(c, "normLength");
-  cfg.klCoef = static_cast<float>(numberField(c, "klCoef"));
-  cfg.entropyCoef = static_cast<float>(numberField(c, "entropyCoef"));
-  cfg.tisCap = static_cast<float>(numberField(c, "tisCap"));
-  require(c.Env(), c.Get("agg").IsString(), "config.agg must be a string");
-  cfg.agg = parseLossAgg(c.Get("agg").As<Napi::String>().Utf8Value());
-  return cfg;
-}
-
 // Per-token inputs at info[first..first+5]: oldLogprobs, advantages, mask, seqIds, refLogprobs,
 // rolloutLogprobs.
 void readPolicyTokens(const Napi::CallbackInfo& info, size_t first, size_t T, PolicyLossInputs& in) {
@@ -94,6 +81,20 @@ void readPolicyTokens(const Napi::CallbackInfo& info, size_t first, size_t T, Po
 
 }  // namespace
 
+PolicyLossConfig parsePolicyLossConfig(Napi::Object c) {
+  PolicyLossConfig cfg;
+  cfg.clipLow = static_cast<float>(numberField(c, "clipLow"));
+  cfg.clipHigh = static_cast<float>(numberField(c, "clipHigh"));
+  cfg.dualClip = static_cast<float>(numberField(c, "dualClip"));
+  cfg.normLength = numberField(c, "normLength");
+  cfg.klCoef = static_cast<float>(numberField(c, "klCoef"));
+  cfg.entropyCoef = static_cast<float>(numberField(c, "entropyCoef"));
+  cfg.tisCap = static_cast<float>(numberField(c, "tisCap"));
+  require(c.Env(), c.Get("agg").IsString(), "config.agg must be a string");
+  cfg.agg = parseLossAgg(c.Get("agg").As<Napi::String>().Utf8Value());
+  return cfg;
+}
+
 // policyLoss(logits, vocab, targets, oldLogprobs, advantages, mask, seqIds|null, refLogprobs|null,
 //            rolloutLogprobs|null, config, gradLogits?) -> { loss, gradLogits, logprobs, entropy, clipFracLow,
 //            clipFracHigh }
@@ -111,7 +112,7 @@ Napi::Value PolicyLoss(const Napi::CallbackInfo& info) {
     in.targets = targets.Data();
     readPolicyTokens(info, 3, T, in);
     require(env, info.Length() > 9 && info[9].IsObject(), "config must be an object");
-    const PolicyLossConfig cfg = parseConfig(info[9].As<Napi::Object>());
+    const PolicyLossConfig cfg = parsePolicyLossConfig(info[9].As<Napi::Object>());
     Napi::Float32Array grad = gradBuffer(info, 10, T * in.vocab);
     Napi::Float32Array logprobs = Napi::Float32Array::New(env, T);
     const PolicyLossResult r = policyLoss(in, cfg, grad.Data(), logprobs.Data());
@@ -194,7 +195,7 @@ Napi::Value PolicyLossFused(const Napi::CallbackInfo& info) {
     in.targets = targets.Data();
     readPolicyTokens(info, 5, T, in);
     require(env, info.Length() > 11 && info[11].IsObject(), "config must be an object");
-    TokenLoss loss(in, parseConfig(info[11].As<Napi::Object>()));
+    TokenLoss loss(in, parsePolicyLossConfig(info[11].As<Napi::Object>()));
     return fusedResult(info, 13, h, loss);
   });
 }

@@ -6,11 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "common/error.h"
 #include "io/safetensors_reader.h"
 #include "model/model.h"
 #include "napi/args.h"
 #include "napi/errors.h"
 #include "napi/kv_binding.h"
+#include "napi/loss_binding.h"
+#include "train/adamw.h"
+#include "train/fused_lm_head_loss.h"
+#include "train/losses.h"
 
 namespace swerl::napi {
 
@@ -120,6 +125,127 @@ class LoadWorker : public ModelWorker {
   std::vector<TensorCopy> copies_;
 };
 
+// Gradients and AdamW moments, in the arena's layout, allocated on first use.
+struct TrainingBuffers {
+  std::vector<float> grad, m, v;
+  int64_t step = 0;  // optimizer steps taken
+};
+
+// The copies of one training call's per-token inputs (the JS arrays may change while it runs).
+struct LossJob {
+  std::vector<int32_t> tokens, targets, seqIds;
+  std::vector<float> mask, oldLogprobs, advantages, refLogprobs, rolloutLogprobs;
+  bool policy = false, recompute = false;
+  PolicyLossConfig cfg;
+  double lossScale = 1;
+  size_t chunkTokens = 256;
+};
+
+class LossWorker : public ModelWorker {
+ public:
+  LossWorker(Napi::Env env, std::shared_ptr<std::atomic<int>> busy, std::shared_ptr<const Model> model,
+             std::shared_ptr<TrainingBuffers> train, LossJob job, Napi::Float32Array logprobs)
+      : ModelWorker(env, std::move(busy)),
+        model_(std::move(model)),
+        train_(std::move(train)),
+        job_(std::move(job)),
+        logprobs_(Napi::Persistent(logprobs)),
+        logprobsData_(logprobs.Data()) {}
+  void OnOK() override {
+    Napi::Object o = Napi::Object::New(Env());
+    o.Set("loss", r_.loss);
+    o.Set("entropy", r_.entropy);
+    o.Set("clipFracLow", r_.clipFracLow);
+    o.Set("clipFracHigh", r_.clipFracHigh);
+    o.Set("logprobs", logprobs_.Value());
+    deferred().Resolve(o);
+  }
+
+ private:
+  void run() override {
+    const Model& m = *model_;
+    const ModelConfig& c = m.config();
+    const size_t T = job_.tokens.size(), H = c.hidden, V = c.vocab;
+    const auto opt = [](const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); };
+    PolicyLossInputs in{nullptr,
+                        T,
+                        V,
+                        job_.targets.data(),
+                        job_.oldLogprobs.data(),
+                        job_.advantages.data(),
+                        job_.mask.data(),
+                        job_.seqIds.empty() ? nullptr : job_.seqIds.data(),
+                        opt(job_.refLogprobs),
+                        opt(job_.rolloutLogprobs)};
+    // The loss checks its inputs before any work is done.
+    TokenLoss loss = job_.policy ? TokenLoss(in, job_.cfg) : TokenLoss(T, V, job_.targets.data(), job_.mask.data());
+    loss.scaleGradients(job_.lossScale);
+    TrainState st;
+    m.forwardTrain(job_.tokens.data(), T, job_.recompute, st);
+    std::vector<float> dHidden(T * H);
+    float* grad = train_->grad.data();
+    fusedLmHeadLoss(LmHead{st.hidden.data(), m.arena() + m.layout().lmHead, T, H, V, job_.chunkTokens}, loss,
+                    dHidden.data(), grad + m.layout().lmHead, logprobsData_);
+    m.backward(st, dHidden.data(), grad);
+    r_ = loss.result();
+  }
+  std::shared_ptr<const Model> model_;
+  std::shared_ptr<TrainingBuffers> train_;
+  LossJob job_;
+  Napi::Reference<Napi::Float32Array> logprobs_;
+  float* logprobsData_;
+  PolicyLossResult r_{};
+};
+
+class StepWorker : public ModelWorker {
+ public:
+  StepWorker(Napi::Env env, std::shared_ptr<std::atomic<int>> busy, std::shared_ptr<Model> model,
+             std::shared_ptr<TrainingBuffers> train, AdamWConfig cfg, double maxGradNorm, bool decayAll)
+      : ModelWorker(env, std::move(busy)),
+        model_(std::move(model)),
+        train_(std::move(train)),
+        cfg_(cfg),
+        maxGradNorm_(maxGradNorm),
+        decayAll_(decayAll) {}
+  void OnOK() override {
+    Napi::Object o = Napi::Object::New(Env());
+    o.Set("gradNorm", norm_);
+    o.Set("step", static_cast<double>(train_->step));
+    deferred().Resolve(o);
+  }
+
+ private:
+  void run() override {
+    TrainingBuffers& t = *train_;
+    const size_t n = model_->arenaSize();
+    norm_ = globalNorm(t.grad.data(), n);
+    SWERL_CHECK(std::isfinite(norm_), NonFiniteGradient,
+                "the gradient norm is not finite; the step was skipped and the weights are unchanged");
+    // torch.nn.utils.clip_grad_norm_: scale by max / (norm + 1e-6) when that is below 1.
+    if (maxGradNorm_ > 0 && norm_ > maxGradNorm_)
+      scaleInPlace(t.grad.data(), n, static_cast<float>(maxGradNorm_ / (norm_ + 1e-6)));
+    if (t.m.empty()) {
+      t.m.assign(n, 0.0f);
+      t.v.assign(n, 0.0f);
+    }
+    ++t.step;
+    // Decoupled weight decay on linear and embedding weights only (norms and biases are exempt,
+    // as the Hugging Face Trainer groups them), unless decayAll.
+    for (const ParamSpec& p : model_->params()) {
+      const bool decay = decayAll_ || p.kind == ParamKind::Linear || p.kind == ParamKind::Embedding;
+      adamwUpdate(model_->arena() + p.offset, t.grad.data() + p.offset, t.m.data() + p.offset, t.v.data() + p.offset,
+                  p.size, cfg_, t.step, decay);
+    }
+    std::fill(t.grad.begin(), t.grad.end(), 0.0f);
+  }
+  std::shared_ptr<Model> model_;
+  std::shared_ptr<TrainingBuffers> train_;
+  AdamWConfig cfg_;
+  double maxGradNorm_;
+  bool decayAll_;
+  double norm_ = 0;
+};
+
 }  // namespace
 
 class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
@@ -130,7 +256,13 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
         {InstanceMethod<&ModelWrap::ParamTable>("paramTable"), InstanceMethod<&ModelWrap::InitRandom>("initRandom"),
          InstanceMethod<&ModelWrap::GetParams>("getParams"), InstanceMethod<&ModelWrap::SetParams>("setParams"),
          InstanceMethod<&ModelWrap::LoadSafetensors>("loadSafetensors"), InstanceMethod<&ModelWrap::Forward>("forward"),
-         InstanceMethod<&ModelWrap::ForwardPaged>("forwardPaged")});
+         InstanceMethod<&ModelWrap::ForwardPaged>("forwardPaged"), InstanceMethod<&ModelWrap::ZeroGrad>("zeroGrad"),
+         InstanceMethod<&ModelWrap::GetGrads>("getGrads"),
+         InstanceMethod<&ModelWrap::LossAndBackward>("lossAndBackward"),
+         InstanceMethod<&ModelWrap::OptimizerStep>("optimizerStep"),
+         InstanceMethod<&ModelWrap::OptimizerState>("optimizerState"),
+         InstanceMethod<&ModelWrap::OptimizerSteps>("optimizerSteps"),
+         InstanceMethod<&ModelWrap::SetOptimizerState>("setOptimizerState")});
   }
 
   // new NativeModel(config): all weights 0.
@@ -283,8 +415,157 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
     return out;
   }
 
+  TrainingBuffers& training() {
+    if (train_->grad.empty()) train_->grad.assign(model_->arenaSize(), 0.0f);
+    return *train_;
+  }
+
+  Napi::Value ZeroGrad(const Napi::CallbackInfo& info) {
+    requireIdle(info.Env());
+    TrainingBuffers& t = training();
+    std::fill(t.grad.begin(), t.grad.end(), 0.0f);
+    return info.Env().Undefined();
+  }
+
+  // getGrads(offset, count): a copy of the accumulated gradient.
+  Napi::Value GetGrads(const Napi::CallbackInfo& info) {
+    const int64_t offset = argInteger(info, 0, "offset"), count = argInteger(info, 1, "count");
+    require(info.Env(), count >= 0, "count must be >= 0");
+    const size_t off = checkedRange(info, offset, static_cast<size_t>(count));
+    TrainingBuffers& t = training();
+    Napi::Float32Array out = Napi::Float32Array::New(info.Env(), static_cast<size_t>(count));
+    std::copy(t.grad.begin() + off, t.grad.begin() + off + count, out.Data());
+    return out;
+  }
+
+  static std::vector<float> floats(Napi::Object o, const char* name, size_t n, bool required) {
+    Napi::Value v = o.Get(name);
+    if (!required && (v.IsUndefined() || v.IsNull())) return {};
+    require(o.Env(),
+            v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_float32_array &&
+                v.As<Napi::TypedArray>().ElementLength() == n,
+            std::string(name) + " must be a Float32Array with one entry per token");
+    Napi::Float32Array a = v.As<Napi::Float32Array>();
+    return std::vector<float>(a.Data(), a.Data() + n);
+  }
+
+  // lossAndBackward(tokens, targets, mask, policy | null, options): forward, the fused LM-head
+  // loss (SFT, or the policy loss with policy = { oldLogprobs, advantages, seqIds?, refLogprobs?,
+  // rolloutLogprobs?, config }), and backward, adding gradients. options: { recompute, lossScale,
+  // chunkTokens }. Promise<{ loss, logprobs, entropy, clipFracLow, clipFracHigh }>.
+  Napi::Value LossAndBackward(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    requireIdle(env);
+    Napi::Int32Array tokens = argInt32Array(info, 0, "tokens");
+    Napi::Int32Array targets = argInt32Array(info, 1, "targets");
+    Napi::Float32Array mask = argFloat32Array(info, 2, "mask");
+    const size_t T = tokens.ElementLength();
+    require(env, T >= 1 && targets.ElementLength() == T && mask.ElementLength() == T,
+            "tokens, targets and mask must have the same length >= 1");
+    for (size_t i = 0; i < T; ++i)
+      require(env, tokens[i] >= 0 && tokens[i] < model_->config().vocab, "tokens must be in [0, vocab)");
+    LossJob job;
+    job.tokens.assign(tokens.Data(), tokens.Data() + T);
+    job.targets.assign(targets.Data(), targets.Data() + T);
+    job.mask.assign(mask.Data(), mask.Data() + T);
+    if (info.Length() > 3 && info[3].IsObject()) {
+      Napi::Object p = info[3].As<Napi::Object>();
+      job.policy = true;
+      job.oldLogprobs = floats(p, "oldLogprobs", T, true);
+      job.advantages = floats(p, "advantages", T, true);
+      job.refLogprobs = floats(p, "refLogprobs", T, false);
+      job.rolloutLogprobs = floats(p, "rolloutLogprobs", T, false);
+      Napi::Value s = p.Get("seqIds");
+      if (!s.IsUndefined() && !s.IsNull()) {
+        require(env,
+                s.IsTypedArray() && s.As<Napi::TypedArray>().TypedArrayType() == napi_int32_array &&
+                    s.As<Napi::TypedArray>().ElementLength() == T,
+                "seqIds must be an Int32Array with one entry per token");
+        Napi::Int32Array a = s.As<Napi::Int32Array>();
+        job.seqIds.assign(a.Data(), a.Data() + T);
+      }
+      require(env, p.Get("config").IsObject(), "policy.config must be an object");
+      job.cfg = parsePolicyLossConfig(p.Get("config").As<Napi::Object>());
+    }
+    require(env, info.Length() > 4 && info[4].IsObject(), "options must be an object");
+    Napi::Object o = info[4].As<Napi::Object>();
+    job.recompute = o.Get("recompute").ToBoolean();
+    job.lossScale = numberField(o, "lossScale");
+    const double chunk = numberField(o, "chunkTokens");
+    require(env, chunk >= 1 && std::floor(chunk) == chunk, "chunkTokens must be an integer >= 1");
+    job.chunkTokens = static_cast<size_t>(chunk);
+    training();
+    Napi::Float32Array logprobs = Napi::Float32Array::New(env, T);
+    auto* w = new LossWorker(env, busy_, model_, train_, std::move(job), logprobs);
+    Napi::Promise pr = w->Promise();
+    w->Queue();
+    return pr;
+  }
+
+  // optimizerStep({ lr, beta1, beta2, eps, weightDecay, maxGradNorm, decayAll }): clip, AdamW,
+  // zero the gradients. Promise<{ gradNorm (before clipping), step }>.
+  Napi::Value OptimizerStep(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    requireIdle(env);
+    require(env, info.Length() > 0 && info[0].IsObject(), "optimizerStep expects a config object");
+    Napi::Object o = info[0].As<Napi::Object>();
+    AdamWConfig c;
+    c.lr = numberField(o, "lr");
+    c.beta1 = numberField(o, "beta1");
+    c.beta2 = numberField(o, "beta2");
+    c.eps = numberField(o, "eps");
+    c.weightDecay = numberField(o, "weightDecay");
+    const double maxNorm = numberField(o, "maxGradNorm");
+    require(env,
+            c.lr >= 0 && c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1 && c.eps > 0 &&
+                c.weightDecay >= 0 && maxNorm >= 0,
+            "bad AdamW config");
+    training();
+    auto* w = new StepWorker(env, busy_, model_, train_, c, maxNorm, o.Get("decayAll").ToBoolean());
+    Napi::Promise p = w->Promise();
+    w->Queue();
+    return p;
+  }
+
+  // optimizerState(): { step, m, v } copies (m, v null before the first step), for checkpoints.
+  Napi::Value OptimizerState(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    requireIdle(env);
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("step", static_cast<double>(train_->step));
+    for (const auto& [name, vec] : {std::pair<const char*, std::vector<float>*>{"m", &train_->m}, {"v", &train_->v}}) {
+      if (vec->empty()) {
+        o.Set(name, env.Null());
+        continue;
+      }
+      Napi::Float32Array a = Napi::Float32Array::New(env, vec->size());
+      std::copy(vec->begin(), vec->end(), a.Data());
+      o.Set(name, a);
+    }
+    return o;
+  }
+
+  Napi::Value OptimizerSteps(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(train_->step));
+  }
+
+  // setOptimizerState(step, m, v): restores a checkpoint's moments.
+  Napi::Value SetOptimizerState(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    requireIdle(env);
+    const int64_t step = argInteger(info, 0, "step");
+    Napi::Float32Array m = argFloat32Array(info, 1, "m"), v = argFloat32Array(info, 2, "v");
+    require(env, step >= 0 && m.ElementLength() == model_->arenaSize() && v.ElementLength() == model_->arenaSize(),
+            "m and v must each hold one value per parameter");
+    train_->step = step;
+    train_->m.assign(m.Data(), m.Data() + m.ElementLength());
+    train_->v.assign(v.Data(), v.Data() + v.ElementLength());
+    return env.Undefined();
+  }
+
   std::shared_ptr<Model> model_;
   std::shared_ptr<std::atomic<int>> busy_ = std::make_shared<std::atomic<int>>(0);
+  std::shared_ptr<TrainingBuffers> train_ = std::make_shared<TrainingBuffers>();
   int64_t externalBytes_ = 0;
 };
 

@@ -204,7 +204,13 @@ void TokenLoss::tokenTerm(size_t t, const RowInfo& info, double& c, double& e) {
 
 PolicyLossResult TokenLoss::result() const {
   if (maskSum_ == 0) return PolicyLossResult{0, 0, 0, 0};
-  return PolicyLossResult{loss_, entropySum_ / maskSum_, clipLow_ / maskSum_, clipHigh_ / maskSum_};
+  return PolicyLossResult{loss_ / gradScale_, entropySum_ / maskSum_, clipLow_ / maskSum_, clipHigh_ / maskSum_};
+}
+
+void TokenLoss::scaleGradients(double s) {
+  SWERL_CHECK(std::isfinite(s) && s > 0, InvalidArgument, "the loss scale must be a finite number > 0");
+  for (double& w : weights_) w *= s;
+  gradScale_ *= s;
 }
 
 PolicyLossResult policyLoss(const PolicyLossInputs& in, const PolicyLossConfig& cfg, float* gradLogits,

@@ -54,6 +54,11 @@ class TokenLoss {
   TokenLoss(size_t tokens, size_t vocab, const int32_t* targets, const float* mask);  // SFT
   void processRows(const float* logits, size_t t0, size_t n, float* grad, float* logprobs);
   PolicyLossResult result() const;
+  /**
+   * Multiplies every gradient by s (> 0), e.g. 1 / micro-batches for gradient accumulation; the
+   * reported loss stays unscaled. Call before processRows.
+   */
+  void scaleGradients(double s);
 
  private:
   struct RowInfo {
@@ -65,7 +70,7 @@ class TokenLoss {
   PolicyLossConfig cfg_{};
   bool sft_;
   std::vector<double> weights_;
-  double loss_ = 0, maskSum_ = 0, entropySum_ = 0, clipLow_ = 0, clipHigh_ = 0;
+  double loss_ = 0, maskSum_ = 0, entropySum_ = 0, clipLow_ = 0, clipHigh_ = 0, gradScale_ = 1;
 };
 
 /** Writes gradLogits [T, V] and logprobs [T]; throws INVALID_ARGUMENT / NON_FINITE_LOGITS first. */

@@ -7,6 +7,13 @@ import { join } from 'node:path';
 import { invalidArgument, SwerlError } from '../errors.js';
 import type { PagedKvCache } from '../kv/paged-kv-cache.js';
 import { type NativeModel, native } from '../native.js';
+import {
+  checkConfig,
+  optionalArray,
+  type PolicyLossConfig,
+  type PolicyLossResult,
+  requiredFloats,
+} from '../train/losses.js';
 import { checkInteger, toTokenArray } from '../validate.js';
 import { type HfModelConfig, nativeConfig, normalizeConfig } from './config.js';
 import { fileExists, readSafetensorsHeader, type SafetensorsDtype, writeSafetensors } from './safetensors.js';
@@ -26,6 +33,44 @@ interface ParamSpec extends ParameterInfo {
 const IGNORED = /\.rotary_emb\.inv_freq$/;
 
 const DTYPE_CODE: Record<SafetensorsDtype, number> = { F32: 0, F16: 1, BF16: 2 };
+
+/** One training sequence: row t of `tokens` predicts targets[t] with weight mask[t] (default 1). */
+export interface TrainSequence {
+  tokens: Int32Array | ArrayLike<number>;
+  targets: Int32Array | ArrayLike<number>;
+  mask?: Float32Array;
+}
+
+/** A policy-gradient sequence: the per-token inputs of {@link policyLoss} besides the logits. */
+export interface PolicyTrainSequence extends TrainSequence {
+  oldLogprobs: Float32Array;
+  advantages: Float32Array;
+  seqIds?: Int32Array;
+  refLogprobs?: Float32Array;
+  rolloutLogprobs?: Float32Array;
+}
+
+/** Options of the backward passes. */
+export interface BackwardOptions {
+  /** Keep only each layer's input and recompute the rest during backward (less memory, ~1.3x time). */
+  recompute?: boolean;
+  /** Multiplies the gradients (e.g. 1 / micro-batches); the reported loss is unscaled. Default 1. */
+  lossScale?: number;
+  /** Tokens per chunk of the fused LM head (peak logits memory chunkTokens x vocab). Default 256. */
+  chunkTokens?: number;
+}
+
+function backwardOptions(o: BackwardOptions): { recompute: boolean; lossScale: number; chunkTokens: number } {
+  if (typeof o !== 'object' || o === null) throw invalidArgument('options', 'an object', o);
+  const lossScale = o.lossScale ?? 1;
+  if (typeof lossScale !== 'number' || !Number.isFinite(lossScale) || lossScale <= 0)
+    throw invalidArgument('lossScale', 'a finite number > 0', lossScale);
+  return {
+    recompute: o.recompute ?? false,
+    lossScale,
+    chunkTokens: checkInteger('chunkTokens', o.chunkTokens ?? 256, 1, 1 << 20),
+  };
+}
 
 /** Options of {@link Model.save}. */
 export interface SaveOptions {
@@ -176,6 +221,70 @@ export class Model {
       if (v < 0 || v >= c.vocab_size) throw invalidArgument('tokens', `token ids in [0, ${c.vocab_size})`, v);
     }
     return this.#native.forwardPaged(cache.nativeHandle, tokens, slots, seqs, tables, Int32Array.from(rows));
+  }
+
+  /** Sets every accumulated gradient to 0. */
+  zeroGrad(): void {
+    this.#native.zeroGrad();
+  }
+
+  /**
+   * Forward, masked cross-entropy through the fused LM head, and backward on one sequence,
+   * adding every parameter's gradient (accumulate over calls; {@link AdamW.step} applies and
+   * clears them). Row t of `tokens` predicts targets[t], weighted by mask[t].
+   */
+  async sftBackward(seq: TrainSequence, o: BackwardOptions = {}): Promise<{ loss: number; logprobs: Float32Array }> {
+    const [tokens, targets, mask] = this.#checkSequence(seq);
+    const r = await this.#native.lossAndBackward(tokens, targets, mask, null, backwardOptions(o));
+    return { loss: r.loss, logprobs: r.logprobs };
+  }
+
+  /**
+   * The same with the policy loss of {@link policyLoss} (verl's PPO-clip / DAPO math), computed
+   * on the fly from the model's logits; adds gradients. `logprobs` are the current policy's,
+   * bitwise equal to what the engine reports for the same tokens and weights.
+   */
+  async policyBackward(
+    seq: PolicyTrainSequence,
+    cfg: PolicyLossConfig = {},
+    o: BackwardOptions = {},
+  ): Promise<Omit<PolicyLossResult, 'gradLogits'>> {
+    const [tokens, targets, mask] = this.#checkSequence(seq);
+    const s = seq as unknown as Record<string, unknown>;
+    const T = tokens.length;
+    const policy = {
+      oldLogprobs: requiredFloats(s, 'oldLogprobs', T),
+      advantages: requiredFloats(s, 'advantages', T),
+      seqIds: optionalArray(s, 'seqIds', Int32Array, T),
+      refLogprobs: optionalArray(s, 'refLogprobs', Float32Array, T),
+      rolloutLogprobs: optionalArray(s, 'rolloutLogprobs', Float32Array, T),
+      config: checkConfig(cfg),
+    };
+    return this.#native.lossAndBackward(tokens, targets, mask, policy, backwardOptions(o));
+  }
+
+  /** A copy of one parameter's accumulated gradient. */
+  getGradient(name: string): Float32Array {
+    const p = this.#param(name);
+    return this.#native.getGrads(p.offset, p.size);
+  }
+
+  #checkSequence(seq: TrainSequence): [Int32Array, Int32Array, Float32Array] {
+    if (typeof seq !== 'object' || seq === null) throw invalidArgument('seq', 'an object', seq);
+    const tokens = toTokenArray('tokens', seq.tokens);
+    const T = tokens.length;
+    if (T === 0) throw invalidArgument('tokens', 'at least one token', tokens);
+    const V = this.config.vocab_size;
+    const targets = toTokenArray('targets', seq.targets);
+    if (targets.length !== T) throw invalidArgument('targets', `${T} token ids`, targets);
+    for (let i = 0; i < T; i++) {
+      if ((tokens[i] as number) >= V) throw invalidArgument(`tokens[${i}]`, `a token id in [0, ${V})`, tokens[i]);
+      if ((targets[i] as number) >= V) throw invalidArgument(`targets[${i}]`, `a token id in [0, ${V})`, targets[i]);
+    }
+    const mask = seq.mask ?? new Float32Array(T).fill(1);
+    if (!(mask instanceof Float32Array) || mask.length !== T)
+      throw invalidArgument('mask', `a Float32Array of ${T} values`, mask);
+    return [tokens, targets, mask];
   }
 
   /**

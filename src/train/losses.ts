@@ -242,7 +242,8 @@ function gradOut(out: unknown, n: number): Float32Array | undefined {
   return optionalArray(checkObject('out', out), 'gradLogits', Float32Array, n);
 }
 
-function checkConfig(cfg: unknown): NativePolicyLossConfig {
+/** @internal The policy-loss config with defaults filled in, checked (INVALID_ARGUMENT). */
+export function checkConfig(cfg: unknown): NativePolicyLossConfig {
   const c = checkObject('config', cfg);
   const agg = checkEnum('agg', c.agg ?? 'token-mean', AGGREGATIONS);
   const config = {
@@ -274,13 +275,15 @@ function checkRows(o: Record<string, unknown>): number {
   return T;
 }
 
-function requiredFloats(o: Record<string, unknown>, name: string, T: number): Float32Array {
+/** @internal o[name]: a Float32Array of T values. */
+export function requiredFloats(o: Record<string, unknown>, name: string, T: number): Float32Array {
   const v = optionalArray(o, name, Float32Array, T);
   if (v === undefined) throw invalidArgument(name, 'a Float32Array', undefined);
   return v;
 }
 
-function optionalArray<A extends Float32Array | Int32Array>(
+/** @internal o[name] when present: a `type` of T values (INVALID_ARGUMENT otherwise). */
+export function optionalArray<A extends Float32Array | Int32Array>(
   o: Record<string, unknown>,
   name: string,
   type: { new (n: number): A; name: string },

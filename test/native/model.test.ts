@@ -181,7 +181,9 @@ describe('paged forward equals the dense forward bitwise', () => {
       cache.commit(s);
       return s;
     });
-    seqs.forEach((s, i) => cache.append(s, [next[i] as number]));
+    seqs.forEach((s, i) => {
+      cache.append(s, [next[i] as number]);
+    });
     const l = m.forwardPaged(
       cache,
       seqs.map((seq, i) => ({ seq, tokens: [next[i] as number] })),

@@ -34,10 +34,22 @@ struct AttentionShape {
  * For queries t in [0, T) at positions pos[t] (query t attends to positions 0..pos[t]):
  * out[t, h] = Σ_p softmax_p(scale · q[t, h] · k[p, g]) · v[p, g], with g = h / (heads / kvHeads)
  * (GQA). Query t reads K and V through k[seq[t]] and v[seq[t]] (seq null: k[0], v[0] for all).
- * q rows are qStride floats apart, heads headDim apart; out is [T, heads · headDim].
+ * q rows are qStride floats apart, heads headDim apart; out is [T, heads · headDim]. lse, when
+ * given, receives each (query, head)'s log Σ exp(scores) at [t · heads + h], for the backward.
  * Multi-threaded over (query, head).
  */
 void causalAttention(const float* q, size_t qStride, const int64_t* pos, size_t T, const KvRows* k, const KvRows* v,
-                     const int32_t* seq, const AttentionShape& shape, float* out);
+                     const int32_t* seq, const AttentionShape& shape, float* out, float* lse = nullptr);
+
+/**
+ * The backward of causalAttention for one dense sequence (query t at position t attends to keys
+ * 0..t; q, k, v rows qkvStride apart, as the forward's qkv buffer: q at column 0, k at kOffset,
+ * v at vOffset). From the forward's output o [T, heads·headDim], its lse and dO, writes dq, dk,
+ * dv into the same layout of dqkv (overwritten). Memory O(headDim) per task: scores are
+ * recomputed from lse. Multi-threaded: over (query, head) for dq, over (key, kv head) for dk, dv.
+ */
+void causalAttentionBackward(const float* qkv, size_t qkvStride, size_t kOffset, size_t vOffset, size_t T,
+                             const float* o, const float* lse, const float* dO, const AttentionShape& shape,
+                             float* dqkv);
 
 }  // namespace swerl

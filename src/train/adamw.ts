@@ -1,0 +1,118 @@
+/**
+ * AdamW with decoupled weight decay and bias correction (torch.optim.AdamW's arithmetic), global
+ * gradient-norm clipping (torch.nn.utils.clip_grad_norm_'s rule) and learning-rate schedules,
+ * over a {@link Model}'s accumulated gradients. The update runs natively, off the JS thread.
+ */
+import { invalidArgument } from '../errors.js';
+import type { Model } from '../model/model.js';
+
+/** A learning rate per optimizer step (1-based: the rate of the step about to be taken). */
+export type LrSchedule = (step: number) => number;
+
+/** A constant learning rate. */
+export function constantLr(lr: number): LrSchedule {
+  checkRate('lr', lr);
+  return () => lr;
+}
+
+/**
+ * Linear warmup from 0 to `peak` over `warmupSteps`, then cosine decay to `peak · minRatio` at
+ * `totalSteps` (transformers' get_cosine_schedule_with_warmup, with a floor), as the paper's RFT
+ * recipe uses.
+ */
+export function warmupCosineLr(o: {
+  peak: number;
+  warmupSteps: number;
+  totalSteps: number;
+  minRatio?: number;
+}): LrSchedule {
+  checkRate('peak', o.peak);
+  const minRatio = o.minRatio ?? 0;
+  if (!(Number.isInteger(o.warmupSteps) && o.warmupSteps >= 0))
+    throw invalidArgument('warmupSteps', 'an integer >= 0', o.warmupSteps);
+  if (!(Number.isInteger(o.totalSteps) && o.totalSteps > o.warmupSteps))
+    throw invalidArgument('totalSteps', 'an integer > warmupSteps', o.totalSteps);
+  if (!(minRatio >= 0 && minRatio <= 1)) throw invalidArgument('minRatio', 'a number in [0, 1]', minRatio);
+  return (step) => {
+    if (step <= o.warmupSteps) return (o.peak * step) / Math.max(1, o.warmupSteps);
+    const progress = Math.min(1, (step - o.warmupSteps) / (o.totalSteps - o.warmupSteps));
+    return o.peak * (minRatio + (1 - minRatio) * 0.5 * (1 + Math.cos(Math.PI * progress)));
+  };
+}
+
+function checkRate(name: string, v: unknown): void {
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw invalidArgument(name, 'a finite number >= 0', v);
+}
+
+/** AdamW's settings (torch's defaults, except weightDecay 0.01 as transformers' Trainer uses for RL). */
+export interface AdamWOptions {
+  /** A learning rate or a schedule (default 1e-5). */
+  lr?: number | LrSchedule;
+  betas?: [number, number];
+  eps?: number;
+  /** Decoupled weight decay (default 0.01), on linear and embedding weights only unless decayAll. */
+  weightDecay?: number;
+  decayAll?: boolean;
+  /** Clip the global gradient norm to this before the update (default 1.0; 0 = off). */
+  maxGradNorm?: number;
+}
+
+/** The result of one {@link AdamW.step}. */
+export interface StepResult {
+  /** The step just taken (1-based). */
+  step: number;
+  /** The learning rate it used. */
+  lr: number;
+  /** The global gradient norm before clipping. */
+  gradNorm: number;
+}
+
+/** AdamW over one model's parameters; its moments live natively beside the weights. */
+export class AdamW {
+  readonly #model: Model;
+  readonly #schedule: LrSchedule;
+  readonly #cfg: {
+    beta1: number;
+    beta2: number;
+    eps: number;
+    weightDecay: number;
+    maxGradNorm: number;
+    decayAll: boolean;
+  };
+
+  constructor(model: Model, o: AdamWOptions = {}) {
+    this.#model = model;
+    const lr = o.lr ?? 1e-5;
+    this.#schedule = typeof lr === 'function' ? lr : constantLr(lr);
+    const [beta1, beta2] = o.betas ?? [0.9, 0.999];
+    for (const [n, v] of [
+      ['betas[0]', beta1],
+      ['betas[1]', beta2],
+    ] as const)
+      if (!(typeof v === 'number' && v >= 0 && v < 1)) throw invalidArgument(n, 'a number in [0, 1)', v);
+    const eps = o.eps ?? 1e-8;
+    if (!(typeof eps === 'number' && eps > 0)) throw invalidArgument('eps', 'a number > 0', eps);
+    const weightDecay = o.weightDecay ?? 0.01;
+    checkRate('weightDecay', weightDecay);
+    const maxGradNorm = o.maxGradNorm ?? 1;
+    checkRate('maxGradNorm', maxGradNorm);
+    this.#cfg = { beta1, beta2, eps, weightDecay, maxGradNorm, decayAll: o.decayAll ?? false };
+  }
+
+  /** Steps taken so far. */
+  get stepCount(): number {
+    return this.#model.nativeHandle.optimizerSteps();
+  }
+
+  /**
+   * Clips, applies one AdamW update with the scheduled rate, and zeroes the gradients. Throws
+   * NON_FINITE_GRADIENT (weights unchanged) when a gradient is NaN or infinite.
+   */
+  async step(): Promise<StepResult> {
+    const next = this.#model.nativeHandle.optimizerSteps() + 1;
+    const lr = this.#schedule(next);
+    checkRate('scheduled lr', lr);
+    const r = await this.#model.nativeHandle.optimizerStep({ lr, ...this.#cfg });
+    return { step: r.step, lr, gradNorm: r.gradNorm };
+  }
+}
