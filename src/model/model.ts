@@ -116,7 +116,11 @@ export class Model {
       throw new SwerlError('the model runs on the CPU only so far; load with { device: "cpu" }', 'CUDA_UNAVAILABLE');
     }
     if (device !== 'cpu') throw invalidArgument('device', "'cpu' or 'cuda'", device);
-    const config = normalizeConfig(await readJson(join(dir, 'config.json')));
+    const configPath = join(dir, 'config.json');
+    const raw = await readJson(configPath);
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+      throw new SwerlError(`${configPath} must hold a JSON object (a Hugging Face model config)`, 'CORRUPT_FILE');
+    const config = normalizeConfig(raw);
     const model = new Model(config);
     const files = await weightFiles(dir);
     const seen = new Set<string>();

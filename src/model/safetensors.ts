@@ -93,7 +93,19 @@ export async function readSafetensorsHeader(path: string): Promise<SafetensorsHe
         bytes: end - b,
       });
     }
+    // As the reference implementation requires: the tensors tile the data, without overlaps or holes.
+    const spans = [...tensors.entries()].sort((a, b) => a[1].begin - b[1].begin);
+    let at = dataStart;
+    for (const [name, t] of spans) {
+      if (t.begin !== at)
+        throw corrupt(path, `tensor ${name} starts at byte ${t.begin}, expected ${at} (overlap or hole)`);
+      at += t.bytes;
+    }
+    if (at !== size) throw corrupt(path, `the tensors end at byte ${at} but the file has ${size}`);
     return { path, tensors, metadata };
+  } catch (e) {
+    if (e instanceof SwerlError) throw e;
+    throw new SwerlError(`cannot read ${path}: ${(e as Error).message}`, 'IO_ERROR');
   } finally {
     await fh.close();
   }

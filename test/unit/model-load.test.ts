@@ -684,6 +684,34 @@ describe('Model.load errors', () => {
     }
   });
 
+  it('tensors that overlap, leave a hole, or leave bytes after the data: CORRUPT_FILE', async () => {
+    const m = scrambled(QWEN, 9);
+    const a = 'model.norm.weight';
+    const b = 'model.layers.1.input_layernorm.weight';
+    // Two tensors of the same size swapped onto one span (overlap) and shifted by 4 bytes (hole).
+    const overlap = await rawCheckpoint(m, f32Tensors(m), {
+      mutate: (h) => {
+        (h[a] as { data_offsets: number[] }).data_offsets = [...(h[b] as { data_offsets: number[] }).data_offsets];
+      },
+    });
+    const e1 = await swerlError(() => Model.load(overlap), 'CORRUPT_FILE');
+    expect(e1.message).toMatch(/overlap or hole/);
+    const tensors = f32Tensors(m);
+    const dir = await rawCheckpoint(m, tensors);
+    await writeFile(join(dir, 'model.safetensors'), Buffer.concat([safetensorsBytes(tensors), Buffer.alloc(8)]));
+    const e2 = await swerlError(() => Model.load(dir), 'CORRUPT_FILE');
+    expect(e2.message).toMatch(/end at byte/);
+  });
+
+  it('a config.json that is JSON but not an object: CORRUPT_FILE naming the file', async () => {
+    for (const text of ['null', '[]', '"qwen2"']) {
+      const dir = await newDir();
+      await writeFile(join(dir, 'config.json'), text);
+      const e = await swerlError(() => Model.load(dir), 'CORRUPT_FILE');
+      expect(e.message).toContain(join(dir, 'config.json'));
+    }
+  });
+
   it('a bad shape entry: CORRUPT_FILE naming the tensor', async () => {
     const m = scrambled(QWEN, 9);
     for (const shape of [[-16], [16.5], 'x', null]) {
@@ -897,11 +925,9 @@ describe('Model.load errors', () => {
       expect(e2.message).toContain(join(dir, 'model.safetensors.index.json'));
     });
 
-    // BUG (src/model/safetensors.ts lines 46 and 51): only open() is wrapped; fh.read() on a
-    // directory throws a plain Node Error (EISDIR) instead of a SwerlError IO_ERROR. A shard name that
-    // is a directory ('.', '..', or a subdirectory, all accepted by weightFiles in model.ts) reaches
-    // it. it.fails: this test starts failing, i.e. passing, once the read errors are wrapped.
-    it.fails('a shard name that is a directory: IO_ERROR (BUG: a plain EISDIR Error escapes)', async () => {
+    // A shard name that is a directory ('.', '..', or a subdirectory) must give IO_ERROR, not a
+    // plain Node EISDIR error (a bug this test found).
+    it('a shard name that is a directory: IO_ERROR', async () => {
       for (const bad of ['.', '..', 'subdir.safetensors']) {
         const dir = await sharded(scrambled(QWEN, 10), (w) => ({ ...w, 'model.norm.weight': bad }));
         await mkdir(join(dir, 'subdir.safetensors'));
