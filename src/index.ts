@@ -21,6 +21,7 @@ export {
   type TrainSequence,
 } from './model/model.js';
 export { type SampleResult, type SamplingParams, sample } from './sample.js';
+export { CHATML_SPECIAL_TOKENS, CHATML_TEMPLATE, type ChatMessage, Tokenizer } from './tokenizer/tokenizer.js';
 export {
   AdamW,
   type AdamWOptions,

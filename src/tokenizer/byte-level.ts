@@ -1,0 +1,56 @@
+/**
+ * Byte-level BPE's pre-tokenization, as GPT-2 and Qwen2 define it: split text with Qwen2's
+ * pattern, then map each UTF-8 byte to a printable character (GPT-2's bytes_to_unicode), so
+ * every string is covered by 256 base symbols.
+ */
+
+/**
+ * Qwen2's split pattern (tokenizer.json's Split pre-tokenizer), written for JavaScript: the
+ * case-insensitive contractions spelled out, since `(?i:...)` is not JavaScript syntax.
+ */
+export const QWEN2_SPLIT_PATTERN =
+  "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+/** The same pattern as tokenizer.json stores it (Oniguruma syntax, as Qwen2 ships it). */
+export const QWEN2_SPLIT_PATTERN_ONIG =
+  "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+const SPLIT = new RegExp(QWEN2_SPLIT_PATTERN, 'gu');
+
+/** GPT-2's byte → character table: printable bytes map to themselves, the rest to 256 + n. */
+export const BYTE_TO_CHAR: string[] = (() => {
+  const keep: number[] = [];
+  for (let b = 33; b <= 126; b++) keep.push(b);
+  for (let b = 161; b <= 172; b++) keep.push(b);
+  for (let b = 174; b <= 255; b++) keep.push(b);
+  const out: string[] = new Array(256);
+  let n = 0;
+  for (let b = 0; b < 256; b++) out[b] = String.fromCodePoint(keep.includes(b) ? b : 256 + n++);
+  return out;
+})();
+
+/** The inverse of BYTE_TO_CHAR. */
+export const CHAR_TO_BYTE: Map<string, number> = new Map(BYTE_TO_CHAR.map((c, b) => [c, b]));
+
+const encoder = new TextEncoder();
+
+/** The pre-tokens of `text`, each as its byte-level string. */
+export function preTokenize(text: string): string[] {
+  const out: string[] = [];
+  for (const m of text.matchAll(SPLIT)) {
+    let s = '';
+    for (const b of encoder.encode(m[0])) s += BYTE_TO_CHAR[b];
+    out.push(s);
+  }
+  return out;
+}
+
+/** Decodes byte-level symbols back to text (invalid UTF-8 becomes U+FFFD, as HF's decoder does). */
+export function byteLevelDecode(symbols: string): string {
+  const bytes: number[] = [];
+  for (const ch of symbols) {
+    const b = CHAR_TO_BYTE.get(ch);
+    if (b !== undefined) bytes.push(b);
+  }
+  return new TextDecoder().decode(Uint8Array.from(bytes));
+}

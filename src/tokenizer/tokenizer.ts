@@ -1,0 +1,257 @@
+/**
+ * Tokenizers and chat templates (DESIGN.md section 4): Hugging Face tokenizer.json through
+ * @huggingface/tokenizers, tokenizer_config.json's chat_template through @huggingface/jinja, and
+ * byte-level BPE tokenizers trained here for the embedded model (encoded by swerl's own BPE,
+ * which @huggingface/tokenizers matches token for token on the saved tokenizer.json).
+ */
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Template } from '@huggingface/jinja';
+import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
+import { invalidArgument, SwerlError } from '../errors.js';
+import { BpeEncoder, type BpeModel, trainBpe } from './bpe.js';
+import { QWEN2_SPLIT_PATTERN_ONIG } from './byte-level.js';
+
+/** One chat message, as chat templates take them. */
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool' | string;
+  content: string;
+  [key: string]: unknown;
+}
+
+/** Qwen's ChatML, without tools: what trained tokenizers get unless told otherwise. */
+export const CHATML_TEMPLATE =
+  "{%- for message in messages %}{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{%- endfor %}{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
+
+/** ChatML's special tokens, in id order after the BPE vocabulary (as Qwen2 numbers them). */
+export const CHATML_SPECIAL_TOKENS = ['<|endoftext|>', '<|im_start|>', '<|im_end|>'];
+
+type Json = Record<string, unknown>;
+
+/** A tokenizer with its chat template. */
+export class Tokenizer {
+  readonly #hf: HfTokenizer;
+  readonly #json: Json;
+  readonly #config: Json;
+  readonly #template: Template | null;
+  readonly #fast: { bpe: BpeEncoder; specials: Map<string, number>; split: RegExp | null } | null;
+
+  private constructor(json: Json, config: Json, fast: BpeModel | null) {
+    this.#json = json;
+    this.#config = config;
+    try {
+      this.#hf = new HfTokenizer(json, config);
+    } catch (e) {
+      throw new SwerlError(`tokenizer.json could not be loaded: ${(e as Error).message}`, 'CORRUPT_FILE');
+    }
+    const t = config.chat_template;
+    this.#template = typeof t === 'string' ? new Template(t) : null;
+    this.#fast = null;
+    if (fast) {
+      const specials = new Map<string, number>();
+      for (const a of (json.added_tokens as { id: number; content: string }[]) ?? []) specials.set(a.content, a.id);
+      const escaped = [...specials.keys()]
+        .sort((a, b) => b.length - a.length)
+        .map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+      this.#fast = {
+        bpe: new BpeEncoder(fast),
+        specials,
+        split: escaped.length ? new RegExp(`(${escaped.join('|')})`) : null,
+      };
+    }
+  }
+
+  /** Loads tokenizer.json and tokenizer_config.json from `dir` (IO_ERROR, CORRUPT_FILE). */
+  static async load(dir: string): Promise<Tokenizer> {
+    const json = await readJson(join(dir, 'tokenizer.json'), true);
+    const config = (await readJson(join(dir, 'tokenizer_config.json'), false)) ?? {};
+    return new Tokenizer(json, config, swerlBpe(json));
+  }
+
+  /** A tokenizer from the parsed contents of tokenizer.json and tokenizer_config.json. */
+  static fromJson(tokenizerJson: object, tokenizerConfig: object = {}): Tokenizer {
+    return new Tokenizer(tokenizerJson as Json, tokenizerConfig as Json, swerlBpe(tokenizerJson as Json));
+  }
+
+  /**
+   * Trains a byte-level BPE tokenizer (Qwen2's pre-tokenization) on `texts`, with ChatML special
+   * tokens and chat template by default.
+   */
+  static train(
+    texts: Iterable<string>,
+    o: {
+      vocabSize: number;
+      specialTokens?: string[];
+      chatTemplate?: string;
+      eosToken?: string;
+      minFrequency?: number;
+      onProgress?: (done: number, total: number) => void;
+    },
+  ): Tokenizer {
+    if (!Number.isInteger(o.vocabSize) || o.vocabSize < 256)
+      throw invalidArgument('vocabSize', 'an integer >= 256 (the byte symbols)', o.vocabSize);
+    const model = trainBpe(texts, o);
+    const specials = o.specialTokens ?? CHATML_SPECIAL_TOKENS;
+    const base = model.vocab.size;
+    const added = specials.map((content, i) => ({
+      id: base + i,
+      content,
+      single_word: false,
+      lstrip: false,
+      rstrip: false,
+      normalized: false,
+      special: true,
+    }));
+    const byteLevel = { type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: false };
+    const json: Json = {
+      version: '1.0',
+      truncation: null,
+      padding: null,
+      added_tokens: added,
+      normalizer: null,
+      pre_tokenizer: {
+        type: 'Sequence',
+        pretokenizers: [
+          { type: 'Split', pattern: { Regex: QWEN2_SPLIT_PATTERN_ONIG }, behavior: 'Isolated', invert: false },
+          byteLevel,
+        ],
+      },
+      post_processor: byteLevel,
+      decoder: byteLevel,
+      model: {
+        type: 'BPE',
+        dropout: null,
+        unk_token: null,
+        continuing_subword_prefix: null,
+        end_of_word_suffix: null,
+        fuse_unk: false,
+        byte_fallback: false,
+        ignore_merges: false,
+        vocab: Object.fromEntries(model.vocab),
+        merges: model.merges,
+      },
+    };
+    const eos = o.eosToken ?? (specials.includes('<|im_end|>') ? '<|im_end|>' : (specials[0] ?? null));
+    const config: Json = {
+      tokenizer_class: 'Qwen2Tokenizer',
+      add_prefix_space: false,
+      bos_token: null,
+      eos_token: eos,
+      pad_token: specials.includes('<|endoftext|>') ? '<|endoftext|>' : eos,
+      unk_token: null,
+      clean_up_tokenization_spaces: false,
+      errors: 'replace',
+      split_special_tokens: false,
+      model_max_length: 131072,
+      added_tokens_decoder: Object.fromEntries(added.map((a) => [String(a.id), { ...a, id: undefined }])),
+      chat_template: o.chatTemplate ?? CHATML_TEMPLATE,
+    };
+    return new Tokenizer(json, config, model);
+  }
+
+  /** Vocabulary size including added tokens (the model's vocab_size must be at least this). */
+  get vocabSize(): number {
+    const model = this.#json.model as { vocab?: Record<string, number> };
+    let max = -1;
+    for (const id of Object.values(model.vocab ?? {})) max = Math.max(max, id);
+    for (const a of (this.#json.added_tokens as { id: number }[]) ?? []) max = Math.max(max, a.id);
+    return max + 1;
+  }
+
+  /** The id of a token string (special tokens included), or undefined. */
+  tokenToId(token: string): number | undefined {
+    return this.#hf.token_to_id(token);
+  }
+
+  /** The end-of-sequence token id of tokenizer_config.json, when it names one. */
+  get eosTokenId(): number | undefined {
+    const eos = this.#config.eos_token;
+    const s = typeof eos === 'string' ? eos : (eos as { content?: string } | null)?.content;
+    return s === undefined ? undefined : this.tokenToId(s);
+  }
+
+  /** Token ids of `text`; special tokens written in the text map to their ids. */
+  encode(text: string): Int32Array {
+    if (typeof text !== 'string') throw invalidArgument('text', 'a string', text);
+    const f = this.#fast;
+    if (!f) return Int32Array.from(this.#hf.encode(text, { add_special_tokens: false }).ids);
+    const out: number[] = [];
+    const parts = f.split ? text.split(f.split) : [text];
+    for (const p of parts) {
+      if (p === '') continue;
+      const special = f.specials.get(p);
+      if (special !== undefined) out.push(special);
+      else for (const id of f.bpe.encode(p)) out.push(id);
+    }
+    return Int32Array.from(out);
+  }
+
+  /** The text of token ids. */
+  decode(ids: ArrayLike<number>, o: { skipSpecialTokens?: boolean } = {}): string {
+    if (ids.length === 0) return '';
+    return this.#hf.decode(Array.from(ids), { skip_special_tokens: o.skipSpecialTokens ?? false });
+  }
+
+  /** Renders messages with tokenizer_config.json's chat template. */
+  applyChatTemplate(messages: ChatMessage[], o: { addGenerationPrompt?: boolean; tools?: unknown[] } = {}): string {
+    if (!this.#template) {
+      throw new SwerlError('this tokenizer has no chat_template in tokenizer_config.json', 'INVALID_ARGUMENT');
+    }
+    const token = (v: unknown) => (typeof v === 'string' ? v : ((v as { content?: string } | null)?.content ?? ''));
+    return this.#template.render({
+      messages,
+      add_generation_prompt: o.addGenerationPrompt ?? false,
+      tools: o.tools,
+      bos_token: token(this.#config.bos_token),
+      eos_token: token(this.#config.eos_token),
+    });
+  }
+
+  /** Writes tokenizer.json and tokenizer_config.json into `dir`. */
+  async save(dir: string): Promise<void> {
+    try {
+      await mkdir(dir, { recursive: true });
+      await writeFile(join(dir, 'tokenizer.json'), JSON.stringify(this.#json));
+      await writeFile(join(dir, 'tokenizer_config.json'), `${JSON.stringify(this.#config, null, 2)}\n`);
+    } catch (e) {
+      throw new SwerlError(`cannot write the tokenizer into ${dir}: ${(e as Error).message}`, 'IO_ERROR');
+    }
+  }
+}
+
+/** The BPE model of a tokenizer.json laid out exactly as Tokenizer.train writes it, else null. */
+function swerlBpe(json: Json): BpeModel | null {
+  const m = json.model as { type?: string; vocab?: Record<string, number>; merges?: unknown[] } | undefined;
+  const pre = json.pre_tokenizer as {
+    type?: string;
+    pretokenizers?: { type?: string; pattern?: { Regex?: string } }[];
+  };
+  const ours =
+    m?.type === 'BPE' &&
+    json.normalizer === null &&
+    pre?.type === 'Sequence' &&
+    pre.pretokenizers?.length === 2 &&
+    pre.pretokenizers[0]?.pattern?.Regex === QWEN2_SPLIT_PATTERN_ONIG &&
+    pre.pretokenizers[1]?.type === 'ByteLevel' &&
+    Array.isArray(m.merges) &&
+    m.merges.every((x) => Array.isArray(x) && x.length === 2);
+  if (!ours || !m?.vocab) return null;
+  return { vocab: new Map(Object.entries(m.vocab)), merges: m.merges as [string, string][] };
+}
+
+async function readJson(path: string, required: true): Promise<Json>;
+async function readJson(path: string, required: false): Promise<Json | null>;
+async function readJson(path: string, required: boolean): Promise<Json | null> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    if (!required) return null;
+    throw new SwerlError(`cannot read ${path}: ${(e as Error).message}`, 'IO_ERROR');
+  }
+  try {
+    return JSON.parse(text) as Json;
+  } catch (e) {
+    throw new SwerlError(`${path} is not valid JSON: ${(e as Error).message}`, 'CORRUPT_FILE');
+  }
+}
