@@ -58,7 +58,10 @@ export function trainBpe(texts: Iterable<string>, o: BpeTrainOptions): BpeModel 
       pairCount.set(k, (pairCount.get(k) ?? 0) + sign * (freq[wi] as number));
       if (sign > 0) {
         let s = pairWords.get(k);
-        if (!s) pairWords.set(k, (s = new Set()));
+        if (!s) {
+          s = new Set();
+          pairWords.set(k, s);
+        }
         s.add(wi);
       }
     }
