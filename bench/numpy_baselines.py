@@ -214,6 +214,14 @@ def main():
         mask = np.ones(T, dtype=F32)
         fn = lambda: fused_lm_head_sft(hidden, weight, targets, mask)  # noqa: E731
         out[f"loss.fused_lmhead.T{T}.H{H}.V{V}"] = timed(fn, warmup, int(s.get("reps", reps)))
+    for s in spec.get("gemm", []):
+        M, N, K = int(s["M"]), int(s["N"]), int(s["K"])
+        rng = np.random.default_rng(seed)
+        a = rng.standard_normal((M, K), dtype=F32)
+        w = rng.standard_normal((N, K), dtype=F32)
+        c = np.empty((M, N), dtype=F32)
+        fn = lambda: np.matmul(a, w.T, out=c)  # noqa: E731  x·Wᵀ, as a linear layer
+        out[f"gemm.f32.M{M}.N{N}.K{K}"] = timed(fn, warmup, int(s.get("reps", reps)))
     json.dump(out, sys.stdout)
     sys.stdout.write("\n")
 

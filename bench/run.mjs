@@ -20,12 +20,13 @@ import { kvSuite } from './kv.mjs';
 import { progress, Report, writeJson } from './lib.mjs';
 import { lossSuite } from './loss.mjs';
 import { machineSuite } from './machine.mjs';
+import { modelSuite } from './model.mjs';
 import { sampleSuite } from './sample.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
 /** Suites other than machine, in run order. */
-const SUITES = { kv: kvSuite, sample: sampleSuite, loss: lossSuite };
+const SUITES = { kv: kvSuite, sample: sampleSuite, loss: lossSuite, model: modelSuite };
 
 const { values } = parseArgs({
   options: {
@@ -38,7 +39,7 @@ const { values } = parseArgs({
 
 if (values.help) {
   process.stdout.write(
-    'node bench/run.mjs [--suite machine|kv|sample|loss]... [--quick] [--out PATH]\n' +
+    'node bench/run.mjs [--suite machine|kv|sample|loss|model]... [--quick] [--out PATH]\n' +
       '  writes bench/results/latest.json and latest.meta.json\n',
   );
   process.exit(0);

@@ -11,7 +11,7 @@
 import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { sample } from '../dist/index.js';
+import { nativeInfo, sample } from '../dist/index.js';
 import { measure, mulberry32, progress } from './lib.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -76,6 +76,8 @@ export function runNumpy(spec, timeoutMs) {
   const env = { ...process.env };
   delete env.OPENBLAS_CORETYPE;
   delete env.OPENBLAS_L2_SIZE;
+  // BLAS products use as many threads as swerl's kernels: the same hardware on both sides.
+  env.OPENBLAS_NUM_THREADS ??= String(nativeInfo().threads);
   const r = spawnSync('python3', [join(here, 'numpy_baselines.py'), JSON.stringify(spec)], {
     env,
     encoding: 'utf8',

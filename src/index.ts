@@ -20,6 +20,7 @@ export {
   type SaveOptions,
   type TrainSequence,
 } from './model/model.js';
+export { EMBEDDED_MODEL_CONFIG, QWEN2_5_0_5B_CONFIG } from './model/presets.js';
 export { type SampleResult, type SamplingParams, sample } from './sample.js';
 export { CHATML_SPECIAL_TOKENS, CHATML_TEMPLATE, type ChatMessage, Tokenizer } from './tokenizer/tokenizer.js';
 export {

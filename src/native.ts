@@ -182,7 +182,19 @@ export interface NativeBinding {
     gradWeight?: Float32Array,
   ): { loss: number; gradHidden: Float32Array; gradWeight: Float32Array; logprobs: Float32Array };
   /** C [M, N] = a [M, K] · b ([K, N], or [N, K] when bTransposed). */
-  gemm(a: Float32Array, b: Float32Array, M: number, N: number, K: number, bTransposed: boolean): Float32Array;
+  gemm(
+    a: Float32Array,
+    b: Float32Array,
+    M: number,
+    N: number,
+    K: number,
+    bTransposed: boolean,
+    out?: Float32Array,
+  ): Float32Array;
+  /** w [N, K] packed as the B of x·wᵀ (an opaque native handle). */
+  packMatrix(w: Float32Array, N: number, K: number): unknown;
+  /** out [M, N] = a [M, K] · packed. */
+  gemmPacked(a: Float32Array, packed: unknown, M: number, out: Float32Array): Float32Array;
   sample(
     logits: Float32Array,
     vocab: number,

@@ -43,7 +43,30 @@ Model::Model(ModelConfig config) : cfg_(std::move(config)) {
   }
 }
 
+const Model::PackedWeights& Model::packed() const {
+  std::lock_guard<std::mutex> lock(packMutex_);
+  const uint64_t v = version_.load();
+  if (packed_.version == v) return packed_;
+  const ModelConfig& c = cfg_;
+  const size_t H = c.hidden, I = c.intermediate;
+  const float* W = weights_.data();
+  // Weight w [N, K] (HF layout) as the product's B [K, N]: element (k, n) = w[n·K + k].
+  auto pack = [&](PackedMatrix& m, size_t offset, size_t N, size_t K) { m.pack(MatView{W + offset, 1, K}, K, N); };
+  packed_.mats.resize(4 * c.layers + 1);
+  for (int64_t l = 0; l < c.layers; ++l) {
+    const LayerOffsets& o = layout_.layers[l];
+    pack(packed_.mats[4 * l], o.qkv, c.qkvDim(), H);
+    pack(packed_.mats[4 * l + 1], o.o, H, c.qDim());
+    pack(packed_.mats[4 * l + 2], o.gateUp, 2 * I, H);
+    pack(packed_.mats[4 * l + 3], o.down, H, I);
+  }
+  pack(packed_.mats[4 * c.layers], layout_.lmHead, c.vocab, H);
+  packed_.version = v;
+  return packed_;
+}
+
 void Model::initRandom(uint64_t seed, float std) {
+  ++version_;
   for (size_t i = 0; i < table_.size(); ++i) {
     const ParamSpec& p = table_[i];
     float* w = weights_.data() + p.offset;
@@ -140,11 +163,15 @@ void Model::layerForward(int64_t l, float* x, size_t T, const int64_t* pos, cons
   const size_t qDim = c.qDim(), kvDim = c.kvDim(), qkvDim = c.qkvDim();
   const float* W = weights_.data();
   const LayerOffsets& o = layout_.layers[l];
+  const std::vector<PackedMatrix>& P = packed().mats;
+  auto product = [](const float* a, size_t M, size_t K, const PackedMatrix& w, float* out, float beta) {
+    gemmPacked(M, MatView{a, K, 1}, w, out, w.cols(), beta);
+  };
   const AttentionShape shape{static_cast<size_t>(c.heads), static_cast<size_t>(c.kvHeads), hd,
                              static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)))};
   if (!a.xIn.empty()) std::memcpy(a.xIn.data(), x, T * H * sizeof(float));
   rmsNorm(x, T, H, W + o.inNorm, c.rmsEps, a.h1.data(), a.invRms1.data());
-  linear(a.h1.data(), T, H, W + o.qkv, qkvDim, a.qkv.data());
+  product(a.h1.data(), T, H, P[4 * l], a.qkv.data(), 0.0f);
   if (o.qkvBias != SIZE_MAX) addBias(a.qkv.data(), T, qkvDim, W + o.qkvBias);
   applyRope(a.qkv.data(), T, qkvDim, c.heads, half, cosT, sinT);
   applyRope(a.qkv.data() + qDim, T, qkvDim, c.kvHeads, half, cosT, sinT);
@@ -169,12 +196,12 @@ void Model::layerForward(int64_t l, float* x, size_t T, const int64_t* pos, cons
     causalAttention(a.qkv.data(), qkvDim, pos, T, ks.data(), vs.data(), attn.seqOfToken.data(), shape, a.att.data(),
                     a.lse.data());
   }
-  linear(a.att.data(), T, qDim, W + o.o, H, x, 1.0f);
+  product(a.att.data(), T, qDim, P[4 * l + 1], x, 1.0f);
   if (!a.xMid.empty()) std::memcpy(a.xMid.data(), x, T * H * sizeof(float));
   rmsNorm(x, T, H, W + o.postNorm, c.rmsEps, a.h2.data(), a.invRms2.data());
-  linear(a.h2.data(), T, H, W + o.gateUp, 2 * I, a.gu.data());
+  product(a.h2.data(), T, H, P[4 * l + 2], a.gu.data(), 0.0f);
   siluMul(a.gu.data(), T, I, a.act.data());
-  linear(a.act.data(), T, I, W + o.down, H, x, 1.0f);
+  product(a.act.data(), T, I, P[4 * l + 3], x, 1.0f);
 }
 
 void Model::run(const int32_t* tokens, const int64_t* pos, size_t T, const Attn& attn, const int32_t* logitRows,
@@ -195,7 +222,7 @@ void Model::run(const int32_t* tokens, const int64_t* pos, size_t T, const Attn&
     rows = h.data();
   }
   rmsNorm(rows, numLogitRows, H, weights_.data() + layout_.finalNorm, cfg_.rmsEps, h.data());
-  linear(h.data(), numLogitRows, H, weights_.data() + layout_.lmHead, cfg_.vocab, logits);
+  gemmPacked(numLogitRows, MatView{h.data(), H, 1}, packed().mats[4 * cfg_.layers], logits, cfg_.vocab, 0.0f);
 }
 
 }  // namespace swerl

@@ -4,9 +4,13 @@
 // so a token's logits are bitwise equal either way (f32 KV).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <vector>
+
+#include "kernels/cpu/gemm.h"
 
 #include "kv/kv_storage.h"
 #include "model/model_config.h"
@@ -56,8 +60,14 @@ class Model {
 
   const ModelConfig& config() const { return cfg_; }
   const std::vector<ParamSpec>& params() const { return table_; }
-  float* arena() { return weights_.data(); }
+  /** The weights, for writing: counts as a change (the packed copies are rebuilt before the next forward). */
+  float* arena() {
+    ++version_;
+    return weights_.data();
+  }
   const float* arena() const { return weights_.data(); }
+  /** Marks the weights changed (after a write through arena() that ran for a while, e.g. a load). */
+  void weightsChanged() { ++version_; }
   size_t arenaSize() const { return weights_.size(); }
 
   /**
@@ -93,6 +103,18 @@ class Model {
   const ArenaLayout& layout() const { return layout_; }
 
  private:
+  // The forward's linear weights packed for the GEMM (packed once per weight version): per layer
+  // qkv, o, gate/up, down, then the LM head. Built under packMutex_ by the first forward after a
+  // change; forwards never run while the weights change (the binding keeps them apart).
+  struct PackedWeights {
+    std::vector<PackedMatrix> mats;
+    uint64_t version = UINT64_MAX;
+  };
+  const PackedWeights& packed() const;
+  mutable PackedWeights packed_;
+  mutable std::mutex packMutex_;
+  std::atomic<uint64_t> version_{0};
+
   // How a layer's attention reads K/V: kv null, from the call's own rows (dense); else the paged
   // storage, through each sequence's block table.
   struct Attn {

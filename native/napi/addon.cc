@@ -3,7 +3,7 @@
 //
 // Exports: init(SwerlError), nativeInfo(), NativePagedKvCache, measureStreamCopy(),
 // measurePeakFma(), policyLoss(), sftLoss(), sample(), policyLossFused(), sftLossFused(),
-// gemm(), NativeModel. src/native.ts declares the same shape as the NativeBinding
+// gemm(), packMatrix(), gemmPacked(), NativeModel. src/native.ts declares the same shape as the NativeBinding
 // interface.
 #include <napi.h>
 
@@ -29,6 +29,8 @@ Napi::Value Sample(const Napi::CallbackInfo& info);
 Napi::Value PolicyLossFused(const Napi::CallbackInfo& info);
 Napi::Value SftLossFused(const Napi::CallbackInfo& info);
 Napi::Value Gemm(const Napi::CallbackInfo& info);
+Napi::Value PackMatrix(const Napi::CallbackInfo& info);
+Napi::Value GemmPacked(const Napi::CallbackInfo& info);
 
 // init(SwerlError): the JS class native errors are created as; called once by src/native.ts.
 static Napi::Value InitErrors(const Napi::CallbackInfo& info) {
@@ -64,6 +66,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("policyLossFused", Napi::Function::New(env, PolicyLossFused, "policyLossFused"));
   exports.Set("sftLossFused", Napi::Function::New(env, SftLossFused, "sftLossFused"));
   exports.Set("gemm", Napi::Function::New(env, Gemm, "gemm"));
+  exports.Set("packMatrix", Napi::Function::New(env, PackMatrix, "packMatrix"));
+  exports.Set("gemmPacked", Napi::Function::New(env, GemmPacked, "gemmPacked"));
   exports.Set("NativePagedKvCache", defineKvCache(env));
   exports.Set("NativeModel", defineModel(env));
   return exports;

@@ -57,16 +57,23 @@ ModelConfig parseConfig(Napi::Object o) {
   return c;
 }
 
-// A background job on the model: counts itself busy from construction to completion.
+// A background job on the model: counts itself busy from construction to completion, and
+// mutating too when it writes the weights.
 class ModelWorker : public Napi::AsyncWorker {
  public:
-  ModelWorker(Napi::Env env, std::shared_ptr<std::atomic<int>> busy)
+  ModelWorker(Napi::Env env, std::shared_ptr<std::atomic<int>> busy,
+              std::shared_ptr<std::atomic<int>> mutating = nullptr)
       : Napi::AsyncWorker(env, "swerl:ModelWorker"),
         busy_(std::move(busy)),
+        mutating_(std::move(mutating)),
         deferred_(Napi::Promise::Deferred::New(env)) {
     ++*busy_;
+    if (mutating_) ++*mutating_;
   }
-  ~ModelWorker() override { --*busy_; }
+  ~ModelWorker() override {
+    --*busy_;
+    if (mutating_) --*mutating_;
+  }
   Napi::Promise Promise() { return deferred_.Promise(); }
 
   void Execute() override {
@@ -84,7 +91,7 @@ class ModelWorker : public Napi::AsyncWorker {
   Napi::Promise::Deferred& deferred() { return deferred_; }
 
  private:
-  std::shared_ptr<std::atomic<int>> busy_;
+  std::shared_ptr<std::atomic<int>> busy_, mutating_;
   Napi::Promise::Deferred deferred_;
   std::string code_, message_;
 };
@@ -110,16 +117,19 @@ class ForwardWorker : public ModelWorker {
 
 class LoadWorker : public ModelWorker {
  public:
-  LoadWorker(Napi::Env env, std::shared_ptr<std::atomic<int>> busy, std::shared_ptr<Model> model, std::string path,
-             std::vector<TensorCopy> copies)
-      : ModelWorker(env, std::move(busy)),
+  LoadWorker(Napi::Env env, std::shared_ptr<std::atomic<int>> busy, std::shared_ptr<std::atomic<int>> mutating,
+             std::shared_ptr<Model> model, std::string path, std::vector<TensorCopy> copies)
+      : ModelWorker(env, std::move(busy), std::move(mutating)),
         model_(std::move(model)),
         path_(std::move(path)),
         copies_(std::move(copies)) {}
   void OnOK() override { deferred().Resolve(Env().Undefined()); }
 
  private:
-  void run() override { readSafetensors(path_, copies_); }
+  void run() override {
+    readSafetensors(path_, copies_);
+    model_->weightsChanged();
+  }
   std::shared_ptr<Model> model_;  // owns the arena the copies write to
   std::string path_;
   std::vector<TensorCopy> copies_;
@@ -199,9 +209,10 @@ class LossWorker : public ModelWorker {
 
 class StepWorker : public ModelWorker {
  public:
-  StepWorker(Napi::Env env, std::shared_ptr<std::atomic<int>> busy, std::shared_ptr<Model> model,
-             std::shared_ptr<TrainingBuffers> train, AdamWConfig cfg, double maxGradNorm, bool decayAll)
-      : ModelWorker(env, std::move(busy)),
+  StepWorker(Napi::Env env, std::shared_ptr<std::atomic<int>> busy, std::shared_ptr<std::atomic<int>> mutating,
+             std::shared_ptr<Model> model, std::shared_ptr<TrainingBuffers> train, AdamWConfig cfg, double maxGradNorm,
+             bool decayAll)
+      : ModelWorker(env, std::move(busy), std::move(mutating)),
         model_(std::move(model)),
         train_(std::move(train)),
         cfg_(cfg),
@@ -237,6 +248,7 @@ class StepWorker : public ModelWorker {
                   p.size, cfg_, t.step, decay);
     }
     std::fill(t.grad.begin(), t.grad.end(), 0.0f);
+    model_->weightsChanged();
   }
   std::shared_ptr<Model> model_;
   std::shared_ptr<TrainingBuffers> train_;
@@ -279,6 +291,12 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
   }
 
  private:
+  // For jobs that read the weights: none may be changing them.
+  void requireStable(Napi::Env env) {
+    require(env, *mutating_ == 0,
+            "the model's weights are being changed (a load or an optimizer step); await it first");
+  }
+
   void requireIdle(Napi::Env env) {
     require(env, *busy_ == 0, "the model is busy (a forward pass or a load is running); await it first");
   }
@@ -326,7 +344,8 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
     require(info.Env(), count >= 0, "count must be >= 0");
     const size_t off = checkedRange(info, offset, static_cast<size_t>(count));
     Napi::Float32Array out = Napi::Float32Array::New(info.Env(), static_cast<size_t>(count));
-    std::copy(model_->arena() + off, model_->arena() + off + count, out.Data());
+    const float* w = static_cast<const Model&>(*model_).arena();
+    std::copy(w + off, w + off + count, out.Data());
     return out;
   }
 
@@ -359,7 +378,7 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
                                             : TensorDtype::Bf16,
                                   model_->arena() + o});
     }
-    auto* w = new LoadWorker(env, busy_, model_, info[0].As<Napi::String>().Utf8Value(), std::move(copies));
+    auto* w = new LoadWorker(env, busy_, mutating_, model_, info[0].As<Napi::String>().Utf8Value(), std::move(copies));
     Napi::Promise p = w->Promise();
     w->Queue();
     return p;
@@ -368,6 +387,7 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
   // forward(tokens): Promise<Float32Array [T, vocab]>.
   Napi::Value Forward(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
+    requireStable(env);
     Napi::Int32Array t = argInt32Array(info, 0, "tokens");
     const size_t T = t.ElementLength(), V = static_cast<size_t>(model_->config().vocab);
     for (size_t i = 0; i < T; ++i)
@@ -521,7 +541,7 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
                 c.weightDecay >= 0 && maxNorm >= 0,
             "bad AdamW config");
     training();
-    auto* w = new StepWorker(env, busy_, model_, train_, c, maxNorm, o.Get("decayAll").ToBoolean());
+    auto* w = new StepWorker(env, busy_, mutating_, model_, train_, c, maxNorm, o.Get("decayAll").ToBoolean());
     Napi::Promise p = w->Promise();
     w->Queue();
     return p;
@@ -566,6 +586,7 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
   std::shared_ptr<Model> model_;
   std::shared_ptr<std::atomic<int>> busy_ = std::make_shared<std::atomic<int>>(0);
   std::shared_ptr<TrainingBuffers> train_ = std::make_shared<TrainingBuffers>();
+  std::shared_ptr<std::atomic<int>> mutating_ = std::make_shared<std::atomic<int>>(0);
   int64_t externalBytes_ = 0;
 };
 

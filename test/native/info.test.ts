@@ -1,6 +1,6 @@
 // nativeInfo(), the loader, and the CUDA build on a machine without a GPU.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -96,6 +96,8 @@ describe('loader', () => {
     try {
       cpSync(dist, join(pkg, 'dist'), { recursive: true });
       cpSync(join(root, 'package.json'), join(pkg, 'package.json'));
+      // The package's JS dependencies, but no build/ folder: only the addon is missing.
+      symlinkSync(join(root, 'node_modules'), join(pkg, 'node_modules'), 'dir');
       const script = `
         import { nativeInfo } from ${JSON.stringify(join(pkg, 'dist', 'index.js'))};
         try { nativeInfo(); console.log('loaded'); }

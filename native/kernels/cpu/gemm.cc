@@ -25,19 +25,35 @@ void gemmMicroScalar(size_t kc, const float* a, const float* b, float* c, size_t
     for (size_t j = 0; j < nr; ++j) c[i * ldc + j] += acc[i][j];
 }
 
+void gemmRowScalar(size_t kc, const float* a, const float* panels, size_t count, size_t nc, float* c) {
+  for (size_t p = 0; p < count; ++p) {
+    const float* b = panels + p * kc * kGemmNr;
+    float acc[kGemmNr] = {};
+    for (size_t k = 0; k < kc; ++k)
+      for (size_t j = 0; j < kGemmNr; ++j) acc[j] += a[k] * b[k * kGemmNr + j];
+    const size_t cols = std::min(kGemmNr, nc - p * kGemmNr);
+    for (size_t j = 0; j < cols; ++j) c[p * kGemmNr + j] += acc[j];
+  }
+}
+
 namespace {
 
-// The micro-kernel for the SIMD level and its panel height.
+// The micro-kernel for the SIMD level, its panel height, and the matching one-row kernel.
 struct MicroKernel {
   void (*fn)(size_t, const float*, const float*, float*, size_t, size_t, size_t);
   size_t mr;
+  void (*row)(size_t, const float*, const float*, size_t, size_t, float*);
 };
 
 MicroKernel microKernel() {
-  if (hasAvx512()) return {gemmMicroAvx512, kGemmMr512};
-  if (hasAvx2()) return {gemmMicroAvx2, kGemmMr};
-  return {gemmMicroScalar, kGemmMr};
+  if (hasAvx512()) return {gemmMicroAvx512, kGemmMr512, gemmRowAvx512};
+  if (hasAvx2()) return {gemmMicroAvx2, kGemmMr, gemmRowAvx2};
+  return {gemmMicroScalar, kGemmMr, gemmRowScalar};
 }
+
+// Up to this many rows, each row of A runs the one-row kernel over the packed panels: the
+// micro-kernels would spend most of their work on zero padding.
+constexpr size_t kRowPathMaxM = 2;
 
 // Packs A[ic:ic+mc, pc:pc+kc] into ceil(mc/MR) panels of [kc][MR], zero-padded.
 void packA(MatView A, size_t ic, size_t mc, size_t pc, size_t kc, size_t MR, float* out) {
@@ -74,8 +90,9 @@ void packB(MatView B, size_t pc, size_t kc, size_t jc, size_t nc, float* out) {
   }
 }
 
-void gemmRange(size_t M, size_t K, MatView A, MatView B, float* C, size_t ldc, float beta, size_t jc, size_t nc,
-               MicroKernel micro) {
+// C[:, jc:jc+nc] over all of K. B's panels come from `pre` (packed once) or are packed here.
+void gemmRange(size_t M, size_t K, MatView A, MatView B, const PackedMatrix* pre, float* C, size_t ldc, float beta,
+               size_t jc, size_t nc, MicroKernel micro) {
   if (nc == 0) return;
   for (size_t i = 0; i < M; ++i) {
     float* row = C + i * ldc + jc;
@@ -84,19 +101,32 @@ void gemmRange(size_t M, size_t K, MatView A, MatView B, float* C, size_t ldc, f
     else if (beta != 1)
       for (size_t j = 0; j < nc; ++j) row[j] *= beta;
   }
-  thread_local std::vector<float> packedA, packedB;
+  thread_local std::vector<float> packedA, packedB, aRow;
   const size_t npanels = (nc + kGemmNr - 1) / kGemmNr;
-  packedB.resize(npanels * kGemmKc * kGemmNr);
+  if (!pre) packedB.resize(npanels * kGemmKc * kGemmNr);
   packedA.resize(kGemmMc * kGemmKc);
+  aRow.resize(kGemmKc);
   for (size_t pc = 0; pc < K; pc += kGemmKc) {
     const size_t kc = std::min(kGemmKc, K - pc);
-    packB(B, pc, kc, jc, nc, packedB.data());
+    const float* panels = pre ? pre->panels(pc, jc / kGemmNr) : packedB.data();
+    if (!pre) packB(B, pc, kc, jc, nc, packedB.data());
+    if (M <= kRowPathMaxM) {
+      for (size_t i = 0; i < M; ++i) {
+        const float* a = A.data + i * A.rowStride + pc * A.colStride;
+        if (A.colStride != 1) {
+          for (size_t k = 0; k < kc; ++k) aRow[k] = a[k * A.colStride];
+          a = aRow.data();
+        }
+        micro.row(kc, a, panels, npanels, nc, C + i * ldc + jc);
+      }
+      continue;
+    }
     for (size_t ic = 0; ic < M; ic += kGemmMc) {
       const size_t mc = std::min(kGemmMc, M - ic);
       packA(A, ic, mc, pc, kc, micro.mr, packedA.data());
       for (size_t q = 0; q < nc; q += kGemmNr) {
         const size_t nr = std::min(kGemmNr, nc - q);
-        const float* bp = packedB.data() + (q / kGemmNr) * kc * kGemmNr;
+        const float* bp = panels + (q / kGemmNr) * kc * kGemmNr;
         for (size_t p = 0; p < mc; p += micro.mr) {
           const size_t mr = std::min(micro.mr, mc - p);
           micro.fn(kc, packedA.data() + (p / micro.mr) * kc * micro.mr, bp, C + (ic + p) * ldc + jc + q, ldc, mr, nr);
@@ -106,9 +136,9 @@ void gemmRange(size_t M, size_t K, MatView A, MatView B, float* C, size_t ldc, f
   }
 }
 
-}  // namespace
-
-void gemm(size_t M, size_t N, size_t K, MatView A, MatView B, float* C, size_t ldc, float beta) {
+// Splits N over the pool in whole panels and runs gemmRange on each part.
+void gemmSplit(size_t M, size_t N, size_t K, MatView A, MatView B, const PackedMatrix* pre, float* C, size_t ldc,
+               float beta) {
   if (M == 0 || N == 0) return;
   const MicroKernel micro = microKernel();
   ThreadPool& pool = ThreadPool::global();
@@ -117,13 +147,40 @@ void gemm(size_t M, size_t N, size_t K, MatView A, MatView B, float* C, size_t l
   const size_t tasks =
       std::min<size_t>({static_cast<size_t>(pool.size()), panels, std::max<size_t>(1, work / (1 << 20))});
   if (tasks <= 1) {
-    gemmRange(M, K, A, B, C, ldc, beta, 0, N, micro);
+    gemmRange(M, K, A, B, pre, C, ldc, beta, 0, N, micro);
     return;
   }
   pool.run(static_cast<int>(tasks), [&](int t) {
     const size_t p0 = panels * t / tasks, p1 = panels * (t + 1) / tasks;
     const size_t j0 = p0 * kGemmNr, j1 = std::min(N, p1 * kGemmNr);
-    gemmRange(M, K, A, B, C, ldc, beta, j0, j1 > j0 ? j1 - j0 : 0, micro);
+    gemmRange(M, K, A, B, pre, C, ldc, beta, j0, j1 > j0 ? j1 - j0 : 0, micro);
+  });
+}
+
+}  // namespace
+
+void gemm(size_t M, size_t N, size_t K, MatView A, MatView B, float* C, size_t ldc, float beta) {
+  gemmSplit(M, N, K, A, B, nullptr, C, ldc, beta);
+}
+
+void gemmPacked(size_t M, MatView A, const PackedMatrix& B, float* C, size_t ldc, float beta) {
+  gemmSplit(M, B.cols(), B.rows(), A, MatView{nullptr, 0, 0}, &B, C, ldc, beta);
+}
+
+void PackedMatrix::pack(MatView B, size_t K, size_t N) {
+  K_ = K;
+  N_ = N;
+  npanels_ = (N + kGemmNr - 1) / kGemmNr;
+  data_.resize(npanels_ * kGemmNr * K);
+  const size_t blocks = (K + kGemmKc - 1) / kGemmKc;
+  // One task per (K block, group of panels); each writes its own part of data_.
+  const size_t groups = (npanels_ + 15) / 16;
+  parallelFor(blocks * groups, kGemmKc * 256, 1 << 16, [&](size_t item) {
+    const size_t pc = (item / groups) * kGemmKc, g = item % groups;
+    const size_t kc = std::min(kGemmKc, K - pc);
+    const size_t p0 = g * 16, p1 = std::min(npanels_, p0 + 16);
+    const size_t jc = p0 * kGemmNr, nc = std::min(N, p1 * kGemmNr) - jc;
+    packB(B, pc, kc, jc, nc, data_.data() + pc * npanels_ * kGemmNr + p0 * kc * kGemmNr);
   });
 }
 

@@ -50,6 +50,47 @@ void gemmMicroAvx2(size_t kc, const float* a, const float* b, float* c, size_t l
   }
 }
 
+void gemmRowAvx2(size_t kc, const float* a, const float* panels, size_t count, size_t nc, float* c) {
+  const size_t stride = kc * 16;
+  auto store = [&](size_t p, __m256 lo, __m256 hi) {
+    const size_t left = nc - p * 16;
+    float* row = c + p * 16;
+    if (left >= 16) {
+      _mm256_storeu_ps(row, _mm256_add_ps(_mm256_loadu_ps(row), lo));
+      _mm256_storeu_ps(row + 8, _mm256_add_ps(_mm256_loadu_ps(row + 8), hi));
+      return;
+    }
+    alignas(32) float t[16];
+    _mm256_store_ps(t, lo);
+    _mm256_store_ps(t + 8, hi);
+    for (size_t j = 0; j < left; ++j) row[j] = row[j] + t[j];
+  };
+  size_t p = 0;
+  for (; p + 2 <= count; p += 2) {  // four independent FMA chains
+    const float* b = panels + p * stride;
+    __m256 x0 = _mm256_setzero_ps(), x1 = _mm256_setzero_ps(), y0 = _mm256_setzero_ps(), y1 = _mm256_setzero_ps();
+    for (size_t k = 0; k < kc; ++k) {
+      const __m256 av = _mm256_broadcast_ss(a + k);
+      x0 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + k * 16), x0);
+      x1 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + k * 16 + 8), x1);
+      y0 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + stride + k * 16), y0);
+      y1 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + stride + k * 16 + 8), y1);
+    }
+    store(p, x0, x1);
+    store(p + 1, y0, y1);
+  }
+  for (; p < count; ++p) {
+    const float* b = panels + p * stride;
+    __m256 x0 = _mm256_setzero_ps(), x1 = _mm256_setzero_ps();
+    for (size_t k = 0; k < kc; ++k) {
+      const __m256 av = _mm256_broadcast_ss(a + k);
+      x0 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + k * 16), x0);
+      x1 = _mm256_fmadd_ps(av, _mm256_loadu_ps(b + k * 16 + 8), x1);
+    }
+    store(p, x0, x1);
+  }
+}
+
 }  // namespace swerl
 
 #else  // not x86: never selected at run time
@@ -57,6 +98,9 @@ void gemmMicroAvx2(size_t kc, const float* a, const float* b, float* c, size_t l
 namespace swerl {
 void gemmMicroAvx2(size_t kc, const float* a, const float* b, float* c, size_t ldc, size_t mr, size_t nr) {
   gemmMicroScalar(kc, a, b, c, ldc, mr, nr);
+}
+void gemmRowAvx2(size_t kc, const float* a, const float* panels, size_t count, size_t nc, float* c) {
+  gemmRowScalar(kc, a, panels, count, nc, c);
 }
 }  // namespace swerl
 

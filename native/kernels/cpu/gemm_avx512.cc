@@ -23,6 +23,38 @@ void gemmMicroAvx512(size_t kc, const float* a, const float* b, float* c, size_t
   }
 }
 
+void gemmRowAvx512(size_t kc, const float* a, const float* panels, size_t count, size_t nc, float* c) {
+  const size_t stride = kc * 16;
+  auto store = [&](size_t p, __m512 acc) {
+    const size_t left = nc - p * 16;
+    const __mmask16 cols = left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1);
+    float* row = c + p * 16;
+    _mm512_mask_storeu_ps(row, cols, _mm512_add_ps(_mm512_maskz_loadu_ps(cols, row), acc));
+  };
+  size_t p = 0;
+  for (; p + 4 <= count; p += 4) {  // four independent FMA chains
+    const float* b = panels + p * stride;
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+    for (size_t k = 0; k < kc; ++k) {
+      const __m512 av = _mm512_set1_ps(a[k]);
+      a0 = _mm512_fmadd_ps(av, _mm512_loadu_ps(b + k * 16), a0);
+      a1 = _mm512_fmadd_ps(av, _mm512_loadu_ps(b + stride + k * 16), a1);
+      a2 = _mm512_fmadd_ps(av, _mm512_loadu_ps(b + 2 * stride + k * 16), a2);
+      a3 = _mm512_fmadd_ps(av, _mm512_loadu_ps(b + 3 * stride + k * 16), a3);
+    }
+    store(p, a0);
+    store(p + 1, a1);
+    store(p + 2, a2);
+    store(p + 3, a3);
+  }
+  for (; p < count; ++p) {
+    const float* b = panels + p * stride;
+    __m512 acc = _mm512_setzero_ps();
+    for (size_t k = 0; k < kc; ++k) acc = _mm512_fmadd_ps(_mm512_set1_ps(a[k]), _mm512_loadu_ps(b + k * 16), acc);
+    store(p, acc);
+  }
+}
+
 }  // namespace swerl
 
 #else  // not x86-64: never selected at run time
@@ -30,6 +62,9 @@ void gemmMicroAvx512(size_t kc, const float* a, const float* b, float* c, size_t
 namespace swerl {
 void gemmMicroAvx512(size_t kc, const float* a, const float* b, float* c, size_t ldc, size_t mr, size_t nr) {
   gemmMicroScalar(kc, a, b, c, ldc, mr, nr);  // unreachable; 12-row panels are AVX-512 only
+}
+void gemmRowAvx512(size_t kc, const float* a, const float* panels, size_t count, size_t nc, float* c) {
+  gemmRowScalar(kc, a, panels, count, nc, c);
 }
 }  // namespace swerl
 
