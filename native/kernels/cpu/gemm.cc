@@ -43,10 +43,12 @@ struct MicroKernel {
   void (*fn)(size_t, const float*, const float*, float*, size_t, size_t, size_t);
   size_t mr;
   void (*row)(size_t, const float*, const float*, size_t, size_t, float*);
+  // Two adjacent panels per call, where the level has such a kernel.
+  void (*fn2)(size_t, const float*, const float*, const float*, float*, size_t, size_t, size_t) = nullptr;
 };
 
 MicroKernel microKernel() {
-  if (hasAvx512()) return {gemmMicroAvx512, kGemmMr512, gemmRowAvx512};
+  if (hasAvx512()) return {gemmMicroAvx512, kGemmMr512, gemmRowAvx512, gemmMicro2Avx512};
   if (hasAvx2()) return {gemmMicroAvx2, kGemmMr, gemmRowAvx2};
   return {gemmMicroScalar, kGemmMr, gemmRowScalar};
 }
@@ -124,7 +126,18 @@ void gemmRange(size_t M, size_t K, MatView A, MatView B, const PackedMatrix* pre
     for (size_t ic = 0; ic < M; ic += kGemmMc) {
       const size_t mc = std::min(kGemmMc, M - ic);
       packA(A, ic, mc, pc, kc, micro.mr, packedA.data());
-      for (size_t q = 0; q < nc; q += kGemmNr) {
+      size_t q = 0;
+      if (micro.fn2)  // pairs of panels while two remain
+        for (; q + kGemmNr < nc; q += 2 * kGemmNr) {
+          const size_t nr = std::min(2 * kGemmNr, nc - q);
+          const float* bp = panels + (q / kGemmNr) * kc * kGemmNr;
+          for (size_t p = 0; p < mc; p += micro.mr) {
+            const size_t mr = std::min(micro.mr, mc - p);
+            micro.fn2(kc, packedA.data() + (p / micro.mr) * kc * micro.mr, bp, bp + kc * kGemmNr,
+                      C + (ic + p) * ldc + jc + q, ldc, mr, nr);
+          }
+        }
+      for (; q < nc; q += kGemmNr) {
         const size_t nr = std::min(kGemmNr, nc - q);
         const float* bp = panels + (q / kGemmNr) * kc * kGemmNr;
         for (size_t p = 0; p < mc; p += micro.mr) {

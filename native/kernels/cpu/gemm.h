@@ -56,6 +56,9 @@ void gemmPacked(size_t M, MatView A, const PackedMatrix& B, float* C, size_t ldc
 void gemmMicroAvx2(size_t kc, const float* a, const float* b, float* c, size_t ldc, size_t mr, size_t nr);
 void gemmMicroAvx512(size_t kc, const float* a, const float* b, float* c, size_t ldc, size_t mr, size_t nr);
 void gemmMicroScalar(size_t kc, const float* a, const float* b, float* c, size_t ldc, size_t mr, size_t nr);
+/** The AVX-512 micro-kernel over two adjacent panels (b0 full, b1 holding nr − 16 columns): 12×32. */
+void gemmMicro2Avx512(size_t kc, const float* a, const float* b0, const float* b1, float* c, size_t ldc, size_t mr,
+                      size_t nr);
 
 /**
  * One row of A (kc contiguous values) against `count` consecutive panels of one K block:

@@ -23,6 +23,29 @@ void gemmMicroAvx512(size_t kc, const float* a, const float* b, float* c, size_t
   }
 }
 
+void gemmMicro2Avx512(size_t kc, const float* a, const float* b0, const float* b1, float* c, size_t ldc, size_t mr,
+                      size_t nr) {
+  // Two adjacent 16-column panels at once: 24 accumulators, 2 loads and 12 broadcasts per 24 FMAs.
+  __m512 x[12], y[12];
+  for (int i = 0; i < 12; ++i) x[i] = y[i] = _mm512_setzero_ps();
+  for (size_t k = 0; k < kc; ++k, a += 12, b0 += 16, b1 += 16) {
+    const __m512 u = _mm512_loadu_ps(b0), v = _mm512_loadu_ps(b1);
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) {
+      const __m512 ai = _mm512_set1_ps(a[i]);
+      x[i] = _mm512_fmadd_ps(ai, u, x[i]);
+      y[i] = _mm512_fmadd_ps(ai, v, y[i]);
+    }
+  }
+  const size_t nr1 = nr > 16 ? nr - 16 : 0;
+  const __mmask16 m1 = nr1 >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << nr1) - 1);
+  for (size_t i = 0; i < mr; ++i) {
+    float* row = c + i * ldc;
+    _mm512_storeu_ps(row, _mm512_add_ps(_mm512_loadu_ps(row), x[i]));
+    _mm512_mask_storeu_ps(row + 16, m1, _mm512_add_ps(_mm512_maskz_loadu_ps(m1, row + 16), y[i]));
+  }
+}
+
 void gemmRowAvx512(size_t kc, const float* a, const float* panels, size_t count, size_t nc, float* c) {
   const size_t stride = kc * 16;
   auto store = [&](size_t p, __m512 acc) {
@@ -32,20 +55,16 @@ void gemmRowAvx512(size_t kc, const float* a, const float* panels, size_t count,
     _mm512_mask_storeu_ps(row, cols, _mm512_add_ps(_mm512_maskz_loadu_ps(cols, row), acc));
   };
   size_t p = 0;
-  for (; p + 4 <= count; p += 4) {  // four independent FMA chains
+  for (; p + 8 <= count; p += 8) {  // eight independent FMA chains and load streams
     const float* b = panels + p * stride;
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+    __m512 acc[8];
+    for (int q = 0; q < 8; ++q) acc[q] = _mm512_setzero_ps();
     for (size_t k = 0; k < kc; ++k) {
       const __m512 av = _mm512_set1_ps(a[k]);
-      a0 = _mm512_fmadd_ps(av, _mm512_loadu_ps(b + k * 16), a0);
-      a1 = _mm512_fmadd_ps(av, _mm512_loadu_ps(b + stride + k * 16), a1);
-      a2 = _mm512_fmadd_ps(av, _mm512_loadu_ps(b + 2 * stride + k * 16), a2);
-      a3 = _mm512_fmadd_ps(av, _mm512_loadu_ps(b + 3 * stride + k * 16), a3);
+#pragma GCC unroll 8
+      for (int q = 0; q < 8; ++q) acc[q] = _mm512_fmadd_ps(av, _mm512_loadu_ps(b + q * stride + k * 16), acc[q]);
     }
-    store(p, a0);
-    store(p + 1, a1);
-    store(p + 2, a2);
-    store(p + 3, a3);
+    for (int q = 0; q < 8; ++q) store(p + q, acc[q]);
   }
   for (; p < count; ++p) {
     const float* b = panels + p * stride;
@@ -65,6 +84,11 @@ void gemmMicroAvx512(size_t kc, const float* a, const float* b, float* c, size_t
 }
 void gemmRowAvx512(size_t kc, const float* a, const float* panels, size_t count, size_t nc, float* c) {
   gemmRowScalar(kc, a, panels, count, nc, c);
+}
+void gemmMicro2Avx512(size_t kc, const float* a, const float* b0, const float* b1, float* c, size_t ldc, size_t mr,
+                      size_t nr) {
+  gemmMicroScalar(kc, a, b0, c, ldc, mr, 16);
+  gemmMicroScalar(kc, a, b1, c + 16, ldc, mr, nr - 16);
 }
 }  // namespace swerl
 
