@@ -1,4 +1,4 @@
-// The decoder's forward passes (see model.h).
+// The decoder's forward passes (see model.h); every kernel runs through the backend table k_.
 //
 // Per layer, for the T tokens of a call (rows of the activations):
 //   h = rmsNorm(x) · w_in;  qkv = h·[Wq; Wk; Wv]ᵀ (+ bias);  rope(q), rope(k)
@@ -14,8 +14,6 @@
 
 #include "common/error.h"
 #include "common/thread_pool.h"
-#include "kernels/cpu/attention.h"
-#include "kernels/cpu/decoder_kernels.h"
 #include "model/linear.h"
 
 namespace swerl {
@@ -164,20 +162,20 @@ void Model::layerForward(int64_t l, float* x, size_t T, const int64_t* pos, cons
   const float* W = weights_.data();
   const LayerOffsets& o = layout_.layers[l];
   const std::vector<PackedMatrix>& P = packed().mats;
-  auto product = [](const float* a, size_t M, size_t K, const PackedMatrix& w, float* out, float beta) {
-    gemmPacked(M, MatView{a, K, 1}, w, out, w.cols(), beta);
+  auto product = [this](const float* a, size_t M, size_t K, const PackedMatrix& w, float* out, float beta) {
+    k_.gemmPacked(M, MatView{a, K, 1}, w, out, w.cols(), beta);
   };
   const AttentionShape shape{static_cast<size_t>(c.heads), static_cast<size_t>(c.kvHeads), hd,
                              static_cast<float>(1.0 / std::sqrt(static_cast<double>(hd)))};
   if (!a.xIn.empty()) std::memcpy(a.xIn.data(), x, T * H * sizeof(float));
-  rmsNorm(x, T, H, W + o.inNorm, c.rmsEps, a.h1.data(), a.invRms1.data());
+  k_.rmsNorm(x, T, H, W + o.inNorm, c.rmsEps, a.h1.data(), a.invRms1.data());
   product(a.h1.data(), T, H, P[4 * l], a.qkv.data(), 0.0f);
-  if (o.qkvBias != SIZE_MAX) addBias(a.qkv.data(), T, qkvDim, W + o.qkvBias);
-  applyRope(a.qkv.data(), T, qkvDim, c.heads, half, cosT, sinT);
-  applyRope(a.qkv.data() + qDim, T, qkvDim, c.kvHeads, half, cosT, sinT);
+  if (o.qkvBias != SIZE_MAX) k_.addBias(a.qkv.data(), T, qkvDim, W + o.qkvBias);
+  k_.applyRope(a.qkv.data(), T, qkvDim, c.heads, half, cosT, sinT);
+  k_.applyRope(a.qkv.data() + qDim, T, qkvDim, c.kvHeads, half, cosT, sinT);
   if (attn.kv == nullptr) {
     const KvRows k{a.qkv.data() + qDim, qkvDim}, v{a.qkv.data() + qDim + kvDim, qkvDim};
-    causalAttention(a.qkv.data(), qkvDim, pos, T, &k, &v, nullptr, shape, a.att.data(), a.lse.data());
+    k_.causalAttention(a.qkv.data(), qkvDim, pos, T, &k, &v, nullptr, shape, a.att.data(), a.lse.data());
   } else {
     std::vector<float> kbuf(T * kvDim), vbuf(T * kvDim);
     for (size_t t = 0; t < T; ++t) {
@@ -193,14 +191,14 @@ void Model::layerForward(int64_t l, float* x, size_t T, const int64_t* pos, cons
       ks.push_back(KvRows{kp, kvDim, s.blockTable, bs, bs * kvDim});
       vs.push_back(KvRows{vp, kvDim, s.blockTable, bs, bs * kvDim});
     }
-    causalAttention(a.qkv.data(), qkvDim, pos, T, ks.data(), vs.data(), attn.seqOfToken.data(), shape, a.att.data(),
-                    a.lse.data());
+    k_.causalAttention(a.qkv.data(), qkvDim, pos, T, ks.data(), vs.data(), attn.seqOfToken.data(), shape, a.att.data(),
+                       a.lse.data());
   }
   product(a.att.data(), T, qDim, P[4 * l + 1], x, 1.0f);
   if (!a.xMid.empty()) std::memcpy(a.xMid.data(), x, T * H * sizeof(float));
-  rmsNorm(x, T, H, W + o.postNorm, c.rmsEps, a.h2.data(), a.invRms2.data());
+  k_.rmsNorm(x, T, H, W + o.postNorm, c.rmsEps, a.h2.data(), a.invRms2.data());
   product(a.h2.data(), T, H, P[4 * l + 2], a.gu.data(), 0.0f);
-  siluMul(a.gu.data(), T, I, a.act.data());
+  k_.siluMul(a.gu.data(), T, I, a.act.data());
   product(a.act.data(), T, I, P[4 * l + 3], x, 1.0f);
 }
 
@@ -209,7 +207,7 @@ void Model::run(const int32_t* tokens, const int64_t* pos, size_t T, const Attn&
   const size_t H = cfg_.hidden, half = cfg_.headDim / 2;
   std::vector<float> x(T * H), cosT(T * half), sinT(T * half);
   embed(tokens, T, x.data());
-  ropeTables(pos, T, cfg_.invFreq.data(), half, cfg_.ropeAttentionFactor, cosT.data(), sinT.data());
+  k_.ropeTables(pos, T, cfg_.invFreq.data(), half, cfg_.ropeAttentionFactor, cosT.data(), sinT.data());
   LayerActivations a;  // reused by every layer
   a.resize(cfg_, T);
   for (int64_t l = 0; l < cfg_.layers; ++l) layerForward(l, x.data(), T, pos, cosT.data(), sinT.data(), attn, a);
@@ -221,8 +219,8 @@ void Model::run(const int32_t* tokens, const int64_t* pos, size_t T, const Attn&
       std::memcpy(h.data() + i * H, x.data() + static_cast<size_t>(logitRows[i]) * H, H * sizeof(float));
     rows = h.data();
   }
-  rmsNorm(rows, numLogitRows, H, weights_.data() + layout_.finalNorm, cfg_.rmsEps, h.data());
-  gemmPacked(numLogitRows, MatView{h.data(), H, 1}, packed().mats[4 * cfg_.layers], logits, cfg_.vocab, 0.0f);
+  k_.rmsNorm(rows, numLogitRows, H, weights_.data() + layout_.finalNorm, cfg_.rmsEps, h.data(), nullptr);
+  k_.gemmPacked(numLogitRows, MatView{h.data(), H, 1}, packed().mats[4 * cfg_.layers], logits, cfg_.vocab, 0.0f);
 }
 
 }  // namespace swerl

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/decoder_backend.h"
 
 #include "kv/kv_storage.h"
 #include "model/model_config.h"
@@ -130,6 +131,7 @@ class Model {
   void layerForward(int64_t l, float* x, size_t T, const int64_t* pos, const float* cosT, const float* sinT,
                     const Attn& attn, LayerActivations& a) const;
 
+  const DecoderBackend& k_ = cpuDecoderBackend();  // every kernel the model runs goes through here
   ModelConfig cfg_;
   std::vector<ParamSpec> table_;
   ArenaLayout layout_;

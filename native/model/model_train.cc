@@ -11,9 +11,6 @@
 #include <vector>
 
 #include "common/error.h"
-#include "kernels/cpu/attention.h"
-#include "kernels/cpu/decoder_backward.h"
-#include "kernels/cpu/decoder_kernels.h"
 #include "model/linear.h"
 #include "model/model.h"
 
@@ -30,7 +27,7 @@ void Model::forwardTrain(const int32_t* tokens, size_t T, bool recompute, TrainS
   st.recompute = recompute;
   std::vector<float> x(T * H);
   embed(tokens, T, x.data());
-  ropeTables(st.pos.data(), T, cfg_.invFreq.data(), half, cfg_.ropeAttentionFactor, st.cosT.data(), st.sinT.data());
+  k_.ropeTables(st.pos.data(), T, cfg_.invFreq.data(), half, cfg_.ropeAttentionFactor, st.cosT.data(), st.sinT.data());
   st.layers.assign(cfg_.layers, LayerActivations{});
   LayerActivations scratch;  // recompute: every layer's intermediates, overwritten
   if (recompute) scratch.resize(cfg_, T);
@@ -49,7 +46,7 @@ void Model::forwardTrain(const int32_t* tokens, size_t T, bool recompute, TrainS
   st.xFinal = x;
   st.invRmsFinal.resize(T);
   st.hidden.resize(T * H);
-  rmsNorm(x.data(), T, H, weights_.data() + layout_.finalNorm, cfg_.rmsEps, st.hidden.data(), st.invRmsFinal.data());
+  k_.rmsNorm(x.data(), T, H, weights_.data() + layout_.finalNorm, cfg_.rmsEps, st.hidden.data(), st.invRmsFinal.data());
 }
 
 void Model::backward(TrainState& st, const float* dHidden, float* grad) const {
@@ -63,8 +60,8 @@ void Model::backward(TrainState& st, const float* dHidden, float* grad) const {
   std::vector<float> dx(T * H), dxMid(T * H), dh(T * H), dAct(T * I), dGu(T * 2 * I), dAtt(T * qDim), dqkv(T * qkvDim),
       negSin(st.sinT.size());
   for (size_t i = 0; i < negSin.size(); ++i) negSin[i] = -st.sinT[i];
-  rmsNormBackward(st.xFinal.data(), st.invRmsFinal.data(), W + layout_.finalNorm, dHidden, T, H, dx.data(), false,
-                  grad + layout_.finalNorm);
+  k_.rmsNormBackward(st.xFinal.data(), st.invRmsFinal.data(), W + layout_.finalNorm, dHidden, T, H, dx.data(), false,
+                     grad + layout_.finalNorm);
   LayerActivations scratch;
   for (int64_t l = c.layers - 1; l >= 0; --l) {
     const LayerOffsets& o = layout_.layers[l];
@@ -78,28 +75,28 @@ void Model::backward(TrainState& st, const float* dHidden, float* grad) const {
       a = &scratch;
     }
     // MLP.
-    linearInputGrad(dx.data(), T, H, W + o.down, I, dAct.data());
-    linearWeightGrad(dx.data(), T, H, a->act.data(), I, grad + o.down);
-    siluMulBackward(a->gu.data(), dAct.data(), T, I, dGu.data());
-    linearInputGrad(dGu.data(), T, 2 * I, W + o.gateUp, H, dh.data());
-    linearWeightGrad(dGu.data(), T, 2 * I, a->h2.data(), H, grad + o.gateUp);
+    linearInputGrad(k_, dx.data(), T, H, W + o.down, I, dAct.data());
+    linearWeightGrad(k_, dx.data(), T, H, a->act.data(), I, grad + o.down);
+    k_.siluMulBackward(a->gu.data(), dAct.data(), T, I, dGu.data());
+    linearInputGrad(k_, dGu.data(), T, 2 * I, W + o.gateUp, H, dh.data());
+    linearWeightGrad(k_, dGu.data(), T, 2 * I, a->h2.data(), H, grad + o.gateUp);
     dxMid = dx;
-    rmsNormBackward(a->xMid.data(), a->invRms2.data(), W + o.postNorm, dh.data(), T, H, dxMid.data(), true,
-                    grad + o.postNorm);
+    k_.rmsNormBackward(a->xMid.data(), a->invRms2.data(), W + o.postNorm, dh.data(), T, H, dxMid.data(), true,
+                       grad + o.postNorm);
     // Attention.
-    linearInputGrad(dxMid.data(), T, H, W + o.o, qDim, dAtt.data());
-    linearWeightGrad(dxMid.data(), T, H, a->att.data(), qDim, grad + o.o);
-    causalAttentionBackward(a->qkv.data(), qkvDim, qDim, qDim + kvDim, T, a->att.data(), a->lse.data(), dAtt.data(),
-                            shape, dqkv.data());
-    applyRope(dqkv.data(), T, qkvDim, c.heads, half, st.cosT.data(), negSin.data());
-    applyRope(dqkv.data() + qDim, T, qkvDim, c.kvHeads, half, st.cosT.data(), negSin.data());
-    if (o.qkvBias != SIZE_MAX) addColumnSums(dqkv.data(), T, qkvDim, grad + o.qkvBias);
-    linearInputGrad(dqkv.data(), T, qkvDim, W + o.qkv, H, dh.data());
-    linearWeightGrad(dqkv.data(), T, qkvDim, a->h1.data(), H, grad + o.qkv);
+    linearInputGrad(k_, dxMid.data(), T, H, W + o.o, qDim, dAtt.data());
+    linearWeightGrad(k_, dxMid.data(), T, H, a->att.data(), qDim, grad + o.o);
+    k_.causalAttentionBackward(a->qkv.data(), qkvDim, qDim, qDim + kvDim, T, a->att.data(), a->lse.data(), dAtt.data(),
+                               shape, dqkv.data());
+    k_.applyRope(dqkv.data(), T, qkvDim, c.heads, half, st.cosT.data(), negSin.data());
+    k_.applyRope(dqkv.data() + qDim, T, qkvDim, c.kvHeads, half, st.cosT.data(), negSin.data());
+    if (o.qkvBias != SIZE_MAX) k_.addColumnSums(dqkv.data(), T, qkvDim, grad + o.qkvBias);
+    linearInputGrad(k_, dqkv.data(), T, qkvDim, W + o.qkv, H, dh.data());
+    linearWeightGrad(k_, dqkv.data(), T, qkvDim, a->h1.data(), H, grad + o.qkv);
     dx = dxMid;
-    rmsNormBackward(xIn, a->invRms1.data(), W + o.inNorm, dh.data(), T, H, dx.data(), true, grad + o.inNorm);
+    k_.rmsNormBackward(xIn, a->invRms1.data(), W + o.inNorm, dh.data(), T, H, dx.data(), true, grad + o.inNorm);
   }
-  embeddingBackward(st.tokens.data(), dx.data(), T, H, grad + layout_.embed);
+  k_.embeddingBackward(st.tokens.data(), dx.data(), T, H, grad + layout_.embed);
 }
 
 }  // namespace swerl
