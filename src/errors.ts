@@ -38,6 +38,8 @@ export const ErrorCodes = [
   'UNSUPPORTED_MODEL',
   /** NaN or ±Inf in the accumulated gradients; the optimizer step was skipped, the weights are unchanged. */
   'NON_FINITE_GRADIENT',
+  /** A request needs more KV blocks than the whole cache holds. */
+  'PROMPT_TOO_LONG',
 ] as const;
 
 /** One of {@link ErrorCodes}. */

@@ -2,6 +2,15 @@
  * swerl: reinforcement learning for long-context, multi-turn software-engineering agents.
  * The public API; DESIGN.md section 6 lists the names other code relies on.
  */
+
+export {
+  Engine,
+  type EngineOptions,
+  type EngineStats,
+  type GenerateRequest,
+  type Generation,
+  Session,
+} from './engine/engine.js';
 export { type ErrorCode, ErrorCodes, SwerlError } from './errors.js';
 export { type NativeInfo, nativeInfo } from './info.js';
 export {

@@ -129,7 +129,18 @@ export interface NativeModel {
     seqs: Float64Array,
     blockTables: Int32Array[],
     logitRows: Int32Array,
+    async?: false,
   ): Float32Array;
+  forwardPaged(
+    kvCache: NativePagedKvCache,
+    tokens: Int32Array,
+    slots: Int32Array,
+    seqs: Float64Array,
+    blockTables: Int32Array[],
+    logitRows: Int32Array,
+    async: true,
+  ): Promise<Float32Array>;
+  weightVersion(): number;
 }
 
 /** Everything the addon exports (native/napi/addon.cc). */

@@ -69,6 +69,8 @@ class Model {
   const float* arena() const { return weights_.data(); }
   /** Marks the weights changed (after a write through arena() that ran for a while, e.g. a load). */
   void weightsChanged() { ++version_; }
+  /** A counter that changes whenever the weights may have (for the engine's KV weight version). */
+  uint64_t weightVersion() const { return version_.load(); }
   size_t arenaSize() const { return weights_.size(); }
 
   /**

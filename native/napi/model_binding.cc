@@ -258,6 +258,45 @@ class StepWorker : public ModelWorker {
   double norm_ = 0;
 };
 
+// A paged forward step off the JS thread: owns copies of the batch, holds the cache's JS object
+// (so it cannot be collected mid-step) and writes the logits into a preallocated array.
+class PagedWorker : public ModelWorker {
+ public:
+  PagedWorker(Napi::Env env, std::shared_ptr<std::atomic<int>> busy, std::shared_ptr<const Model> model,
+              PagedKvCache& cache, Napi::Object cacheObject, std::vector<int32_t> tokens, std::vector<int32_t> slots,
+              std::vector<std::vector<int32_t>> tables, std::vector<std::pair<int64_t, size_t>> seqs,
+              std::vector<int32_t> rows, Napi::Float32Array out)
+      : ModelWorker(env, std::move(busy)),
+        model_(std::move(model)),
+        cache_(cache),
+        cacheObject_(Napi::Persistent(cacheObject)),
+        tokens_(std::move(tokens)),
+        slots_(std::move(slots)),
+        tables_(std::move(tables)),
+        seqs_(std::move(seqs)),
+        rows_(std::move(rows)),
+        out_(Napi::Persistent(out)),
+        dst_(out.Data()) {}
+  void OnOK() override { deferred().Resolve(out_.Value()); }
+
+ private:
+  void run() override {
+    PagedBatch b{tokens_.data(), slots_.data(), tokens_.size(), {}, rows_.data(), rows_.size()};
+    for (size_t s = 0; s < seqs_.size(); ++s)
+      b.seqs.push_back(PagedSequence{tables_[s].data(), tables_[s].size(), seqs_[s].first, seqs_[s].second});
+    model_->forwardPaged(b, cache_.storage(), dst_);
+  }
+  std::shared_ptr<const Model> model_;
+  PagedKvCache& cache_;
+  Napi::ObjectReference cacheObject_;
+  std::vector<int32_t> tokens_, slots_;
+  std::vector<std::vector<int32_t>> tables_;
+  std::vector<std::pair<int64_t, size_t>> seqs_;
+  std::vector<int32_t> rows_;
+  Napi::Reference<Napi::Float32Array> out_;
+  float* dst_;
+};
+
 }  // namespace
 
 class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
@@ -274,6 +313,7 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
          InstanceMethod<&ModelWrap::OptimizerStep>("optimizerStep"),
          InstanceMethod<&ModelWrap::OptimizerState>("optimizerState"),
          InstanceMethod<&ModelWrap::OptimizerSteps>("optimizerSteps"),
+         InstanceMethod<&ModelWrap::WeightVersion>("weightVersion"),
          InstanceMethod<&ModelWrap::SetOptimizerState>("setOptimizerState")});
   }
 
@@ -404,7 +444,7 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
   // one Int32Array per sequence. Synchronous (the engine batches whole steps into one call).
   Napi::Value ForwardPaged(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    requireIdle(env);
+    requireStable(env);
     PagedKvCache& cache = unwrapKvCache(env, info[0]);
     Napi::Int32Array tokens = argInt32Array(info, 1, "tokens");
     Napi::Int32Array slots = argInt32Array(info, 2, "slots");
@@ -431,6 +471,21 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
     }
     Napi::Float32Array out =
         Napi::Float32Array::New(env, rows.ElementLength() * static_cast<size_t>(model_->config().vocab));
+    if (info.Length() > 6 && info[6].ToBoolean()) {  // async: a Promise, the step on a worker thread
+      std::vector<std::vector<int32_t>> tablesCopy;
+      std::vector<std::pair<int64_t, size_t>> seqsCopy;
+      for (const PagedSequence& q : b.seqs) {
+        tablesCopy.emplace_back(q.blockTable, q.blockTable + q.numBlocks);
+        seqsCopy.emplace_back(q.start, q.count);
+      }
+      auto* w = new PagedWorker(
+          env, busy_, model_, cache, info[0].As<Napi::Object>(), std::vector<int32_t>(b.tokens, b.tokens + b.numTokens),
+          std::vector<int32_t>(b.slots, b.slots + b.numTokens), std::move(tablesCopy), std::move(seqsCopy),
+          std::vector<int32_t>(b.logitRows, b.logitRows + b.numLogitRows), out);
+      Napi::Promise p = w->Promise();
+      w->Queue();
+      return p;
+    }
     guarded(env, [&] { model_->forwardPaged(b, cache.storage(), out.Data()); });
     return out;
   }
@@ -563,6 +618,11 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
       o.Set(name, a);
     }
     return o;
+  }
+
+  // weightVersion(): changes whenever the weights do (loads, setParams, optimizer steps).
+  Napi::Value WeightVersion(const Napi::CallbackInfo& info) {
+    return Napi::Number::New(info.Env(), static_cast<double>(model_->weightVersion()));
   }
 
   Napi::Value OptimizerSteps(const Napi::CallbackInfo& info) {

@@ -70,6 +70,8 @@ export interface KvCacheStats {
 export class PagedKvCache {
   /** Tokens per block. */
   readonly blockSize: number;
+  /** Blocks in the pool. */
+  readonly numBlocks: number;
   /** Layers, KV heads and head dimension of the pages. */
   readonly numLayers: number;
   readonly numKvHeads: number;
@@ -98,6 +100,7 @@ export class PagedKvCache {
     }
     this.#native = new (native().NativePagedKvCache)(opts, this.#out);
     this.blockSize = opts.blockSize;
+    this.numBlocks = opts.numBlocks;
     this.numLayers = opts.numLayers;
     this.numKvHeads = opts.numKvHeads;
     this.headDim = opts.headDim;

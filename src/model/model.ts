@@ -182,6 +182,33 @@ export class Model {
     batch: { seq: number; tokens: ArrayLike<number> }[],
     o: { logits?: 'last' | 'all' } = {},
   ): Float32Array {
+    const a = this.#pagedArgs(cache, batch, o);
+    return this.#native.forwardPaged(cache.nativeHandle, a.tokens, a.slots, a.seqs, a.tables, a.rows);
+  }
+
+  /**
+   * {@link forwardPaged} on a native thread. The cache must not change (no append, commit, free
+   * or dispose) until the Promise settles; the engine runs one step at a time.
+   */
+  forwardPagedAsync(
+    cache: PagedKvCache,
+    batch: { seq: number; tokens: ArrayLike<number> }[],
+    o: { logits?: 'last' | 'all' } = {},
+  ): Promise<Float32Array> {
+    const a = this.#pagedArgs(cache, batch, o);
+    return this.#native.forwardPaged(cache.nativeHandle, a.tokens, a.slots, a.seqs, a.tables, a.rows, true);
+  }
+
+  /** A counter that changes whenever the weights may have changed (loads, setParameter, steps). */
+  get weightVersion(): number {
+    return this.#native.weightVersion();
+  }
+
+  #pagedArgs(
+    cache: PagedKvCache,
+    batch: { seq: number; tokens: ArrayLike<number> }[],
+    o: { logits?: 'last' | 'all' },
+  ): { tokens: Int32Array; slots: Int32Array; seqs: Float64Array; tables: Int32Array[]; rows: Int32Array } {
     if (!Array.isArray(batch)) throw invalidArgument('batch', 'an array of { seq, tokens }', batch);
     const c = this.config;
     if (
@@ -224,7 +251,7 @@ export class Model {
       const v = tokens[i] as number;
       if (v < 0 || v >= c.vocab_size) throw invalidArgument('tokens', `token ids in [0, ${c.vocab_size})`, v);
     }
-    return this.#native.forwardPaged(cache.nativeHandle, tokens, slots, seqs, tables, Int32Array.from(rows));
+    return { tokens, slots, seqs, tables, rows: Int32Array.from(rows) };
   }
 
   /** Sets every accumulated gradient to 0. */
