@@ -322,7 +322,9 @@ export class Engine {
     });
     if (toSample.length > 0) {
       const rows = new Float32Array(toSample.length * V);
-      toSample.forEach((s, k) => rows.set(logits.subarray(s.row * V, (s.row + 1) * V), k * V));
+      toSample.forEach((s, k) => {
+        rows.set(logits.subarray(s.row * V, (s.row + 1) * V), k * V);
+      });
       const out = sample(
         rows,
         V,

@@ -93,11 +93,15 @@ describe('Engine: exactness', () => {
     const p = prompt(13, 4);
     const g = await e.generate({ prompt: p, maxTokens: 20, sampling: { seed: 99 } });
     const ref = await trainerLogprobs(m, p, Array.from(g.tokens));
-    g.logprobs.forEach((x, i) => expect(Object.is(x, ref[i]), `token ${i}`).toBe(true));
+    g.logprobs.forEach((x, i) => {
+      expect(Object.is(x, ref[i]), `token ${i}`).toBe(true);
+    });
     const full = [...p, ...g.tokens];
     m.zeroGrad();
     const fused = await m.sftBackward({ tokens: full.slice(0, -1), targets: full.slice(1) }, { chunkTokens: 3 });
-    g.logprobs.forEach((x, i) => expect(Object.is(x, fused.logprobs[p.length - 1 + i]), `fused ${i}`).toBe(true));
+    g.logprobs.forEach((x, i) => {
+      expect(Object.is(x, fused.logprobs[p.length - 1 + i]), `fused ${i}`).toBe(true);
+    });
   });
 
   it("a request's tokens and logprobs do not depend on the rest of the batch", async () => {
@@ -117,7 +121,9 @@ describe('Engine: exactness', () => {
     }
     const e = new Engine({ model: m, kvBlocks: 128, blockSize: 4, maxBatchTokens: 16 });
     const together = await Promise.all(reqs.map(([p, s]) => e.generate({ prompt: p, maxTokens: 9, sampling: s })));
-    together.forEach((g, i) => same(g, alone[i] as Generation));
+    together.forEach((g, i) => {
+      same(g, alone[i] as Generation);
+    });
     const st = e.stats();
     expect(st.running + st.waiting).toBe(0);
     expect(st.decodeTokens).toBe(reqs.length * 8); // every generated token but the last is decoded once
@@ -213,7 +219,9 @@ describe('Engine: sessions, forks, preemption, weight updates', () => {
     const want = await Promise.all(reqs.map((r) => roomy.generate(r)));
     const tight = new Engine({ model: m, kvBlocks: 12, blockSize: 4, maxBatchTokens: 8 });
     const got = await Promise.all(reqs.map((r) => tight.generate(r)));
-    got.forEach((g, i) => same(g, want[i] as Generation));
+    got.forEach((g, i) => {
+      same(g, want[i] as Generation);
+    });
     expect(tight.stats().preemptions).toBeGreaterThan(0);
   });
 
