@@ -49,6 +49,13 @@ export interface EngineOptions {
   blockSize?: number;
   /** Tokens computed per step at most (default 2048; decodes always fit). */
   maxBatchTokens?: number;
+  /**
+   * The share of the cache's blocks that idle sessions (waiting between turns) may keep pinned
+   * (default 0.5). Beyond it the least recently used give their blocks back to the prefix cache;
+   * they are re-hit or recomputed when the session resumes. Under memory pressure idle sessions
+   * are released first whatever this is.
+   */
+  idleWatermark?: number;
 }
 
 /** Counters since construction. */
@@ -91,6 +98,7 @@ export class Engine {
   readonly model: Model;
   readonly cache: PagedKvCache;
   readonly maxBatchTokens: number;
+  readonly idleWatermark: number;
   readonly #waiting: Request[] = [];
   readonly #running: Request[] = [];
   readonly #idle = new Set<SessionState>();
@@ -108,6 +116,10 @@ export class Engine {
     const blockSize = checkInteger('blockSize', o.blockSize ?? 16, 1, 1 << 16);
     const kvBlocks = checkInteger('kvBlocks', o.kvBlocks ?? Math.ceil(65536 / blockSize), 1, 1 << 26);
     this.maxBatchTokens = checkInteger('maxBatchTokens', o.maxBatchTokens ?? 2048, 1, 1 << 24);
+    const wm = o.idleWatermark ?? 0.5;
+    if (typeof wm !== 'number' || !(wm >= 0 && wm <= 1))
+      throw invalidArgument('idleWatermark', 'a number in [0, 1]', wm);
+    this.idleWatermark = wm;
     this.cache = new PagedKvCache({
       numBlocks: kvBlocks,
       blockSize,
@@ -159,6 +171,7 @@ export class Engine {
       closed: false,
     };
     if (child.seq !== null) this.#idle.add(child);
+    this.#enforceWatermark();
     return child;
   }
 
@@ -389,6 +402,18 @@ export class Engine {
     return true;
   }
 
+  /** Releases least recently used idle sessions while they hold more than the watermark's blocks. */
+  #enforceWatermark(): void {
+    const limit = this.idleWatermark * this.cache.numBlocks;
+    const held = () => {
+      let n = 0;
+      for (const s of this.#idle)
+        n += Math.ceil((s.seq === null ? 0 : this.cache.length(s.seq)) / this.cache.blockSize);
+      return n;
+    };
+    while (this.#idle.size > 0 && held() > limit) this.#releaseOneIdle();
+  }
+
   /** Frees a state's blocks (full committed ones stay in the prefix cache); it recomputes later. */
   #release(st: SessionState): void {
     this.#idle.delete(st);
@@ -421,6 +446,7 @@ export class Engine {
     st.lastUsed = this.#clock++;
     if (r.session && !st.closed) {
       if (st.seq !== null) this.#idle.add(st);
+      this.#enforceWatermark();
     } else {
       this.#release(st);
     }
