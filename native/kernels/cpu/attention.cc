@@ -2,7 +2,7 @@
 //
 // Per (query, head): for each tile of kAttnTile positions (tiles start at multiples of the tile,
 // so a position's tile never depends on how many queries the call has), scores s_p = scale·q·k_p
-// (8-lane dot products, fixed reduction), then m' = max(m, max s), acc = acc·e^(m − m') +
+// (the SIMD level's dot product, fixed reduction), then m' = max(m, max s), acc = acc·e^(m − m') +
 // Σ e^(s_p − m')·v_p, l likewise; out = acc / l.
 #include "kernels/cpu/attention.h"
 
@@ -11,13 +11,16 @@
 #include <limits>
 #include <vector>
 
+#include "common/cpu_features.h"
 #include "common/thread_pool.h"
+#include "kernels/cpu/attention_simd.h"
+#include "kernels/cpu/row_softmax.h"
 
 namespace swerl {
 
 namespace {
 
-float dot(const float* a, const float* b, size_t n) {
+float dotPortable(const float* a, const float* b, size_t n) {
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   size_t i = 0;
   for (; i + 8 <= n; i += 8)
@@ -26,29 +29,59 @@ float dot(const float* a, const float* b, size_t n) {
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
-float attendOne(const float* q, size_t last, const KvRows& k, const KvRows& v, size_t kvOffset, size_t hd, float scale,
-                float* acc, float* out) {
+void axpyPortable(float* y, float a, const float* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+void scalePortable(float* y, float a, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] *= a;
+}
+
+void tileDotsPortable(const float* q, const float* const* rows, size_t n, size_t hd, float* s) {
+  for (size_t i = 0; i < n; ++i) s[i] = dotPortable(q, rows[i], hd);
+}
+
+void tileAxpyPortable(float* acc, const float* e, const float* const* rows, size_t n, size_t hd) {
+  for (size_t i = 0; i < n; ++i) axpyPortable(acc, e[i], rows[i], hd);
+}
+
+// The row-softmax exp kernels of each level (row_softmax.h) on one tile.
+float tileExpPortable(const float* s, size_t n, float max, float* e) {
+  float sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += (e[i] = expNonPositive(s[i] - max));
+  return sum;
+}
+float tileExpAvx2(const float* s, size_t n, float max, float* e) { return rowExpScaledChunkAvx2(s, n, max, 1.0f, e); }
+float tileExpAvx512(const float* s, size_t n, float max, float* e) {
+  return rowExpScaledChunkAvx512(s, n, max, 1.0f, e);
+}
+
+float attendOne(const AttentionOps& ops, const float* q, size_t last, const KvRows& k, const KvRows& v, size_t kvOffset,
+                size_t hd, float scale, float* acc, float* out) {
   float m = -std::numeric_limits<float>::infinity();
   float l = 0;
   std::fill(acc, acc + hd, 0.0f);
-  float s[kAttnTile];
+  float s[kAttnTile], e[kAttnTile];
+  const float* kr[kAttnTile];
+  const float* vr[kAttnTile];
   for (size_t p0 = 0; p0 <= last; p0 += kAttnTile) {
     const size_t n = std::min(kAttnTile, last + 1 - p0);
+    for (size_t i = 0; i < n; ++i) {
+      kr[i] = k.row(p0 + i) + kvOffset;
+      vr[i] = v.row(p0 + i) + kvOffset;
+    }
+    ops.tileDots(q, kr, n, hd, s);
     float tileMax = -std::numeric_limits<float>::infinity();
     for (size_t i = 0; i < n; ++i) {
-      s[i] = dot(q, k.row(p0 + i) + kvOffset, hd) * scale;
+      s[i] *= scale;
       tileMax = std::max(tileMax, s[i]);
     }
     const float m2 = std::max(m, tileMax);
     const float r = std::exp(m - m2);  // 0 on the first tile (m = −Inf)
     l *= r;
-    for (size_t d = 0; d < hd; ++d) acc[d] *= r;
-    for (size_t i = 0; i < n; ++i) {
-      const float e = std::exp(s[i] - m2);
-      l += e;
-      const float* vr = v.row(p0 + i) + kvOffset;
-      for (size_t d = 0; d < hd; ++d) acc[d] += e * vr[d];
-    }
+    ops.scale(acc, r, hd);
+    l += ops.tileExp(s, n, m2, e);
+    ops.tileAxpy(acc, e, vr, n, hd);
     m = m2;
   }
   const float inv = 1.0f / l;
@@ -58,10 +91,21 @@ float attendOne(const float* q, size_t last, const KvRows& k, const KvRows& v, s
 
 }  // namespace
 
+const AttentionOps& attentionOps() {
+  static const AttentionOps avx512{attnDotAvx512,      attnAxpyAvx512,     attnScaleAvx512,
+                                   attnTileDotsAvx512, attnTileAxpyAvx512, tileExpAvx512};
+  static const AttentionOps avx2{attnDotAvx2,      attnAxpyAvx2,     attnScaleAvx2,
+                                 attnTileDotsAvx2, attnTileAxpyAvx2, tileExpAvx2};
+  static const AttentionOps portable{dotPortable,      axpyPortable,     scalePortable,
+                                     tileDotsPortable, tileAxpyPortable, tileExpPortable};
+  return hasAvx512() ? avx512 : hasAvx2() ? avx2 : portable;
+}
+
 void causalAttention(const float* q, size_t qStride, const int64_t* pos, size_t T, const KvRows* k, const KvRows* v,
                      const int32_t* seq, const AttentionShape& shape, float* out, float* lse) {
   const size_t hd = shape.headDim, group = shape.heads / shape.kvHeads;
   const size_t items = T * shape.heads;
+  const AttentionOps& ops = attentionOps();
   // Work per item grows with the query's position; the mean is enough to size the tasks.
   const size_t meanKeys = T ? static_cast<size_t>(pos[T / 2]) + 1 : 1;
   parallelFor(items, meanKeys * hd * 2, 1 << 15, [&](size_t item) {
@@ -69,8 +113,8 @@ void causalAttention(const float* q, size_t qStride, const int64_t* pos, size_t 
     acc.resize(hd);
     const size_t t = item / shape.heads, h = item % shape.heads;
     const size_t s = seq ? static_cast<size_t>(seq[t]) : 0;
-    const float l = attendOne(q + t * qStride + h * hd, static_cast<size_t>(pos[t]), k[s], v[s], (h / group) * hd, hd,
-                              shape.scale, acc.data(), out + (t * shape.heads + h) * hd);
+    const float l = attendOne(ops, q + t * qStride + h * hd, static_cast<size_t>(pos[t]), k[s], v[s], (h / group) * hd,
+                              hd, shape.scale, acc.data(), out + (t * shape.heads + h) * hd);
     if (lse) lse[t * shape.heads + h] = l;
   });
 }
@@ -81,22 +125,39 @@ void causalAttentionBackward(const float* qkv, size_t qkvStride, size_t kOffset,
   const size_t hd = shape.headDim, H = shape.heads, G = shape.kvHeads, group = H / G;
   const float scale = shape.scale;
   // D[t, h] = dO · o, the softmax backward's row term.
+  const AttentionOps& ops = attentionOps();
   std::vector<float> D(T * H);
-  parallelFor(T * H, hd, 1 << 14, [&](size_t i) { D[i] = dot(dO + i * hd, o + i * hd, hd); });
+  parallelFor(T * H, hd, 1 << 14, [&](size_t i) { D[i] = ops.dot(dO + i * hd, o + i * hd, hd); });
   auto q = [&](size_t t, size_t h) { return qkv + t * qkvStride + h * hd; };
   auto k = [&](size_t p, size_t g) { return qkv + p * qkvStride + kOffset + g * hd; };
   auto v = [&](size_t p, size_t g) { return qkv + p * qkvStride + vOffset + g * hd; };
+  // Both passes go in tiles of kAttnTile rows: the tile's dot products, one exp pass over the
+  // tile (arguments ≤ 0: s·scale − lse never exceeds 0 up to rounding, clamped), one tiled axpy.
+  auto expTile = [&](float* x, size_t n, float* out) {
+    for (size_t i = 0; i < n; ++i) x[i] = std::min(x[i], 0.0f);
+    ops.tileExp(x, n, 0.0f, out);
+  };
   // dq[t, h] = scale Σ_{p ≤ t} dS_tp k_p, with dS_tp = P_tp (dO_t·v_p − D_t).
   parallelFor(T * H, (T / 2 + 1) * hd * 3, 1 << 15, [&](size_t item) {
     const size_t t = item / H, h = item % H, g = h / group;
     const float* dOt = dO + item * hd;
     float* dq = dqkv + t * qkvStride + h * hd;
     std::fill(dq, dq + hd, 0.0f);
-    for (size_t p = 0; p <= t; ++p) {
-      const float P = std::exp(dot(q(t, h), k(p, g), hd) * scale - lse[item]);
-      const float dS = P * (dot(dOt, v(p, g), hd) - D[item]) * scale;
-      const float* kp = k(p, g);
-      for (size_t d = 0; d < hd; ++d) dq[d] += dS * kp[d];
+    float x[kAttnTile], P[kAttnTile], dP[kAttnTile];
+    const float* kr[kAttnTile];
+    const float* vr[kAttnTile];
+    for (size_t p0 = 0; p0 <= t; p0 += kAttnTile) {
+      const size_t n = std::min(kAttnTile, t + 1 - p0);
+      for (size_t i = 0; i < n; ++i) {
+        kr[i] = k(p0 + i, g);
+        vr[i] = v(p0 + i, g);
+      }
+      ops.tileDots(q(t, h), kr, n, hd, x);
+      ops.tileDots(dOt, vr, n, hd, dP);
+      for (size_t i = 0; i < n; ++i) x[i] = x[i] * scale - lse[item];
+      expTile(x, n, P);
+      for (size_t i = 0; i < n; ++i) P[i] = P[i] * (dP[i] - D[item]) * scale;  // dS
+      ops.tileAxpy(dq, P, kr, n, hd);
     }
   });
   // dk[p, g] = scale Σ_{t ≥ p, h ∈ g} dS_tp q_t;  dv[p, g] = Σ_{t ≥ p, h ∈ g} P_tp dO_t.
@@ -106,17 +167,23 @@ void causalAttentionBackward(const float* qkv, size_t qkvStride, size_t kOffset,
     float* dv = dqkv + p * qkvStride + vOffset + g * hd;
     std::fill(dk, dk + hd, 0.0f);
     std::fill(dv, dv + hd, 0.0f);
-    for (size_t t = p; t < T; ++t)
-      for (size_t h = g * group; h < (g + 1) * group; ++h) {
-        const size_t i = t * H + h;
-        const float* dOt = dO + i * hd;
-        const float P = std::exp(dot(q(t, h), k(p, g), hd) * scale - lse[i]);
-        const float dS = P * (dot(dOt, v(p, g), hd) - D[i]) * scale;
-        const float* qt = q(t, h);
-        for (size_t d = 0; d < hd; ++d) {
-          dk[d] += dS * qt[d];
-          dv[d] += P * dOt[d];
+    float x[kAttnTile], P[kAttnTile], dS[kAttnTile];
+    const float* qr[kAttnTile];
+    const float* dr[kAttnTile];
+    for (size_t h = g * group; h < (g + 1) * group; ++h)
+      for (size_t t0 = p; t0 < T; t0 += kAttnTile) {
+        const size_t n = std::min(kAttnTile, T - t0);
+        for (size_t i = 0; i < n; ++i) {
+          qr[i] = q(t0 + i, h);
+          dr[i] = dO + ((t0 + i) * H + h) * hd;
         }
+        ops.tileDots(k(p, g), qr, n, hd, x);
+        ops.tileDots(v(p, g), dr, n, hd, dS);
+        for (size_t i = 0; i < n; ++i) x[i] = x[i] * scale - lse[(t0 + i) * H + h];
+        expTile(x, n, P);
+        for (size_t i = 0; i < n; ++i) dS[i] = P[i] * (dS[i] - D[(t0 + i) * H + h]) * scale;
+        ops.tileAxpy(dk, dS, qr, n, hd);
+        ops.tileAxpy(dv, P, dr, n, hd);
       }
   });
 }
