@@ -39,6 +39,21 @@ export interface GenerateRequest {
   /** Token ids that end the generation (included in the output). */
   stop?: number[];
   signal?: AbortSignal;
+  /** Also report the `topLogprobs` most likely tokens of each step, under log_softmax of the raw logits (0-20). */
+  topLogprobs?: number;
+  /**
+   * Called after each generated token (streaming, stop strings). Returning true ends the
+   * generation there with finishReason 'stop'.
+   */
+  onToken?: (t: GeneratedToken) => boolean | undefined;
+}
+
+/** One generated token as {@link GenerateRequest.onToken} sees it. */
+export interface GeneratedToken {
+  token: number;
+  logprob: number;
+  /** With topLogprobs: the most likely tokens, best first. */
+  top?: { token: number; logprob: number }[];
 }
 
 /** Engine options. */
@@ -49,6 +64,8 @@ export interface EngineOptions {
   blockSize?: number;
   /** Tokens computed per step at most (default 2048; decodes always fit). */
   maxBatchTokens?: number;
+  /** Automatic prefix caching (default true). */
+  prefixCaching?: boolean;
   /**
    * The share of the cache's blocks that idle sessions (waiting between turns) may keep pinned
    * (default 0.5). Beyond it the least recently used give their blocks back to the prefix cache;
@@ -85,6 +102,8 @@ interface Request {
   stop: Set<number>;
   sampling: SamplingParams & { seed: number };
   logprobs: number[];
+  topLogprobs: number;
+  onToken?: (t: GeneratedToken) => boolean | undefined;
   cachedTokens: number;
   arrival: number;
   aborted: boolean;
@@ -127,6 +146,7 @@ export class Engine {
       numKvHeads: c.num_key_value_heads as number,
       headDim: c.head_dim as number,
       dtype: 'f32',
+      prefixCaching: o.prefixCaching ?? true,
     });
   }
 
@@ -220,6 +240,8 @@ export class Engine {
         stop,
         sampling: { ...sampling, seed },
         logprobs: [],
+        topLogprobs: checkInteger('topLogprobs', r.topLogprobs ?? 0, 0, 20),
+        onToken: r.onToken,
         cachedTokens: 0,
         arrival: this.#arrivals++,
         aborted: false,
@@ -350,7 +372,17 @@ export class Engine {
         r.state.tokens.push(tok);
         r.logprobs.push(out.logprobs[k] as number);
         const generated = r.state.tokens.length - r.start;
-        if (r.stop.has(tok)) this.#finishRunning(r, 'stop');
+        let stopped = false;
+        if (r.onToken) {
+          const t: GeneratedToken = { token: tok, logprob: out.logprobs[k] as number };
+          if (r.topLogprobs > 0) t.top = topLogprobs(rows.subarray(k * V, (k + 1) * V), r.topLogprobs);
+          try {
+            stopped = r.onToken(t) === true;
+          } catch {
+            stopped = true; // a failing callback ends its own request, not the engine
+          }
+        }
+        if (stopped || r.stop.has(tok)) this.#finishRunning(r, 'stop');
         else if (generated >= r.maxTokens) this.#finishRunning(r, 'length');
       });
     }
@@ -457,6 +489,25 @@ export class Engine {
       cachedTokens: r.cachedTokens,
     });
   }
+}
+
+/** The n most likely tokens of a logits row under log_softmax, best first (ties: lower id). */
+export function topLogprobs(row: Float32Array, n: number): { token: number; logprob: number }[] {
+  let max = Number.NEGATIVE_INFINITY;
+  for (let j = 0; j < row.length; j++) if ((row[j] as number) > max) max = row[j] as number;
+  let sum = 0;
+  for (let j = 0; j < row.length; j++) sum += Math.exp((row[j] as number) - max);
+  const lse = max + Math.log(sum);
+  const best: number[] = [];
+  for (let j = 0; j < row.length; j++) {
+    const v = row[j] as number;
+    if (best.length === n && v <= (row[best[n - 1] as number] as number)) continue;
+    let at = best.length;
+    while (at > 0 && (row[best[at - 1] as number] as number) < v) at--;
+    best.splice(at, 0, j);
+    if (best.length > n) best.pop();
+  }
+  return best.map((token) => ({ token, logprob: (row[token] as number) - lse }));
 }
 
 /** One growing sequence whose KV stays in the engine's cache between turns. */
