@@ -11,6 +11,7 @@ export {
   type Generation,
   Session,
 } from './engine/engine.js';
+export { RemoteEngine, type RemoteEngineOptions, RemoteSession } from './engine/remote.js';
 export { type ErrorCode, ErrorCodes, SwerlError } from './errors.js';
 export { type NativeInfo, nativeInfo } from './info.js';
 export {

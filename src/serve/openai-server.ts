@@ -75,6 +75,8 @@ export async function startOpenAiServer(o: OpenAiServerOptions): Promise<OpenAiS
     throw new BadRequest(`Unknown route ${req.method} ${path}`, null, 404, 'not_found');
   };
 
+  // Also vLLM's extensions: top_k, min_p, stop_token_ids, ignore_eos, return_tokens_as_token_ids,
+  // and prompts given as token ids.
   const completions = async (body: Body, res: ServerResponse) => {
     const prompt = body.prompt;
     let ids: number[];
@@ -115,6 +117,7 @@ export async function startOpenAiServer(o: OpenAiServerOptions): Promise<OpenAiS
     stream: boolean;
     stopStrings: string[];
     stopIds: number[];
+    idsAsTokens: boolean;
   }
 
   const common = (body: Body, defaultMax: number | undefined): Common => {
@@ -142,6 +145,8 @@ export async function startOpenAiServer(o: OpenAiServerOptions): Promise<OpenAiS
     if (presence) sampling.presencePenalty = presence;
     const frequency = optNum(body, 'frequency_penalty', -2, 2);
     if (frequency) sampling.frequencyPenalty = frequency;
+    const repetition = optNum(body, 'repetition_penalty', Number.MIN_VALUE, 100);
+    if (repetition !== undefined && repetition !== 1) sampling.repetitionPenalty = repetition;
     const n = optInt(body, 'n', 1, 16) ?? 1;
     const stream = body.stream === undefined || body.stream === null ? false : body.stream;
     if (typeof stream !== 'boolean') throw new BadRequest('stream must be a boolean', 'stream');
@@ -157,7 +162,16 @@ export async function startOpenAiServer(o: OpenAiServerOptions): Promise<OpenAiS
     const eos = o.tokenizer.eosTokenId;
     const ids = [...(stopIds as number[])];
     if (eos !== undefined && body.ignore_eos !== true) ids.push(eos);
-    return { maxTokens, sampling, n, stream, stopStrings: stopStrings.filter((s) => s.length > 0), stopIds: ids };
+    const idsAsTokens = body.return_tokens_as_token_ids === true; // vLLM's extension: "token_id:<id>"
+    return {
+      maxTokens,
+      sampling,
+      n,
+      stream,
+      stopStrings: stopStrings.filter((s) => s.length > 0),
+      stopIds: ids,
+      idsAsTokens,
+    };
   };
 
   const run = async (
@@ -176,7 +190,7 @@ export async function startOpenAiServer(o: OpenAiServerOptions): Promise<OpenAiS
     res.on('close', () => {
       if (!res.writableFinished) abort.abort();
     });
-    const tokenText = (t: number) => o.tokenizer.decode([t]);
+    const tokenText = (t: number) => (p.idsAsTokens ? `token_id:${t}` : o.tokenizer.decode([t]));
     const choices = Array.from({ length: p.n }, (_, index) => ({
       index,
       tokens: [] as number[],
@@ -271,6 +285,7 @@ export async function startOpenAiServer(o: OpenAiServerOptions): Promise<OpenAiS
       prompt_tokens: prompt.length,
       completion_tokens: completionTokens,
       total_tokens: prompt.length + completionTokens,
+      prompt_tokens_details: { cached_tokens: results[0]?.cachedTokens ?? 0 },
     };
     if (p.stream) {
       if (!res.writableEnded) {
