@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/cpu_features.h"
+#include "common/error.h"
 #include "common/thread_pool.h"
 #include "kernels/cpu/attention_simd.h"
 #include "kernels/cpu/row_softmax.h"
@@ -56,37 +57,66 @@ float tileExpAvx512(const float* s, size_t n, float max, float* e) {
   return rowExpScaledChunkAvx512(s, n, max, 1.0f, e);
 }
 
-float attendOne(const AttentionOps& ops, const float* q, size_t last, const KvRows& k, const KvRows& v, size_t kvOffset,
-                size_t hd, float scale, float* acc, float* out) {
-  float m = -std::numeric_limits<float>::infinity();
-  float l = 0;
-  std::fill(acc, acc + hd, 0.0f);
+// The rows of positions p0 .. p0+n−1: one block lookup per block, not per position.
+void tileRows(const KvRows& r, size_t p0, size_t n, size_t offset, const float** out) {
+  if (!r.blockTable) {
+    for (size_t i = 0; i < n; ++i) out[i] = r.base + (p0 + i) * r.rowStride + offset;
+    return;
+  }
+  size_t block = p0 / r.blockSize, at = p0 % r.blockSize;
+  const float* row = r.base + static_cast<size_t>(r.blockTable[block]) * r.blockStride + at * r.rowStride + offset;
+  for (size_t i = 0; i < n; ++i) {
+    out[i] = row;
+    if (++at == r.blockSize) {
+      at = 0;
+      ++block;
+      if (i + 1 < n) row = r.base + static_cast<size_t>(r.blockTable[block]) * r.blockStride + offset;
+    } else {
+      row += r.rowStride;
+    }
+  }
+}
+
+// One query's heads of one KV group (the heads sharing a K/V row), reading each tile of K and V
+// once for all of them. Per head the arithmetic is that of a head alone: tiles in order, the
+// online softmax state (m, l, acc) its own.
+void attendGroup(const AttentionOps& ops, const float* q, size_t heads, size_t last, const KvRows& k, const KvRows& v,
+                 size_t kvOffset, size_t hd, float scale, float* acc, float* out, float* lse) {
+  constexpr size_t kMaxGroup = 64;
+  float m[kMaxGroup], l[kMaxGroup];
+  for (size_t h = 0; h < heads; ++h) {
+    m[h] = -std::numeric_limits<float>::infinity();
+    l[h] = 0;
+  }
+  std::fill(acc, acc + heads * hd, 0.0f);
   float s[kAttnTile], e[kAttnTile];
   const float* kr[kAttnTile];
   const float* vr[kAttnTile];
   for (size_t p0 = 0; p0 <= last; p0 += kAttnTile) {
     const size_t n = std::min(kAttnTile, last + 1 - p0);
-    for (size_t i = 0; i < n; ++i) {
-      kr[i] = k.row(p0 + i) + kvOffset;
-      vr[i] = v.row(p0 + i) + kvOffset;
+    tileRows(k, p0, n, kvOffset, kr);
+    tileRows(v, p0, n, kvOffset, vr);
+    for (size_t h = 0; h < heads; ++h) {
+      ops.tileDots(q + h * hd, kr, n, hd, s);
+      float tileMax = -std::numeric_limits<float>::infinity();
+      for (size_t i = 0; i < n; ++i) {
+        s[i] *= scale;
+        tileMax = std::max(tileMax, s[i]);
+      }
+      const float m2 = std::max(m[h], tileMax);
+      const float r = std::exp(m[h] - m2);  // 0 on the first tile (m = −Inf)
+      l[h] *= r;
+      ops.scale(acc + h * hd, r, hd);
+      l[h] += ops.tileExp(s, n, m2, e);
+      ops.tileAxpy(acc + h * hd, e, vr, n, hd);
+      m[h] = m2;
     }
-    ops.tileDots(q, kr, n, hd, s);
-    float tileMax = -std::numeric_limits<float>::infinity();
-    for (size_t i = 0; i < n; ++i) {
-      s[i] *= scale;
-      tileMax = std::max(tileMax, s[i]);
-    }
-    const float m2 = std::max(m, tileMax);
-    const float r = std::exp(m - m2);  // 0 on the first tile (m = −Inf)
-    l *= r;
-    ops.scale(acc, r, hd);
-    l += ops.tileExp(s, n, m2, e);
-    ops.tileAxpy(acc, e, vr, n, hd);
-    m = m2;
   }
-  const float inv = 1.0f / l;
-  for (size_t d = 0; d < hd; ++d) out[d] = acc[d] * inv;
-  return m + std::log(l);
+  for (size_t h = 0; h < heads; ++h) {
+    const float inv = 1.0f / l[h];
+    for (size_t d = 0; d < hd; ++d) out[h * hd + d] = acc[h * hd + d] * inv;
+    if (lse) lse[h] = m[h] + std::log(l[h]);
+  }
 }
 
 }  // namespace
@@ -104,18 +134,19 @@ const AttentionOps& attentionOps() {
 void causalAttention(const float* q, size_t qStride, const int64_t* pos, size_t T, const KvRows* k, const KvRows* v,
                      const int32_t* seq, const AttentionShape& shape, float* out, float* lse) {
   const size_t hd = shape.headDim, group = shape.heads / shape.kvHeads;
-  const size_t items = T * shape.heads;
+  SWERL_ASSERT(group <= 64);
+  const size_t items = T * shape.kvHeads;  // (query, KV group): each K/V tile is read once per group
   const AttentionOps& ops = attentionOps();
   // Work per item grows with the query's position; the mean is enough to size the tasks.
   const size_t meanKeys = T ? static_cast<size_t>(pos[T / 2]) + 1 : 1;
-  parallelFor(items, meanKeys * hd * 2, 1 << 15, [&](size_t item) {
+  parallelFor(items, meanKeys * hd * 2 * group, 1 << 15, [&](size_t item) {
     thread_local std::vector<float> acc;
-    acc.resize(hd);
-    const size_t t = item / shape.heads, h = item % shape.heads;
+    acc.resize(group * hd);
+    const size_t t = item / shape.kvHeads, g = item % shape.kvHeads;
     const size_t s = seq ? static_cast<size_t>(seq[t]) : 0;
-    const float l = attendOne(ops, q + t * qStride + h * hd, static_cast<size_t>(pos[t]), k[s], v[s], (h / group) * hd,
-                              hd, shape.scale, acc.data(), out + (t * shape.heads + h) * hd);
-    if (lse) lse[t * shape.heads + h] = l;
+    const size_t h0 = g * group;
+    attendGroup(ops, q + t * qStride + h0 * hd, group, static_cast<size_t>(pos[t]), k[s], v[s], g * hd, hd, shape.scale,
+                acc.data(), out + (t * shape.heads + h0) * hd, lse ? lse + t * shape.heads + h0 : nullptr);
   });
 }
 
