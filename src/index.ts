@@ -31,7 +31,7 @@ export {
   type TrainSequence,
 } from './model/model.js';
 export { EMBEDDED_MODEL_CONFIG, QWEN2_5_0_5B_CONFIG } from './model/presets.js';
-export { type SampleResult, type SamplingParams, sample } from './sample.js';
+export { type SampleResult, type SamplingParams, sample, sampleAsync } from './sample.js';
 export { type OpenAiServer, type OpenAiServerOptions, startOpenAiServer } from './serve/openai-server.js';
 export { CHATML_SPECIAL_TOKENS, CHATML_TEMPLATE, type ChatMessage, Tokenizer } from './tokenizer/tokenizer.js';
 export {

@@ -211,7 +211,15 @@ export interface NativeBinding {
     vocab: number,
     params: import('./sample.js').NativeSamplingParams[],
     positions: Int32Array | null,
+    async?: false,
   ): [Int32Array, Float32Array, Float32Array];
+  sample(
+    logits: Float32Array,
+    vocab: number,
+    params: import('./sample.js').NativeSamplingParams[],
+    positions: Int32Array | null,
+    async: true,
+  ): Promise<[Int32Array, Float32Array, Float32Array]>;
   sftLoss(
     logits: Float32Array,
     vocab: number,

@@ -55,6 +55,32 @@ export function sample(
   params: SamplingParams[],
   positions?: Int32Array,
 ): SampleResult {
+  const rows = checkSampleArgs(logits, vocab, params, positions);
+  const [tokens, logprobs, rawLogprobs] = native().sample(logits, vocab, rows, positions ?? null);
+  return { tokens, logprobs, rawLogprobs };
+}
+
+/**
+ * {@link sample} on a native thread (for servers and the engine: the event loop stays free).
+ * `logits` must not change until the Promise settles.
+ */
+export async function sampleAsync(
+  logits: Float32Array,
+  vocab: number,
+  params: SamplingParams[],
+  positions?: Int32Array,
+): Promise<SampleResult> {
+  const rows = checkSampleArgs(logits, vocab, params, positions);
+  const [tokens, logprobs, rawLogprobs] = await native().sample(logits, vocab, rows, positions ?? null, true);
+  return { tokens, logprobs, rawLogprobs };
+}
+
+function checkSampleArgs(
+  logits: Float32Array,
+  vocab: number,
+  params: SamplingParams[],
+  positions: Int32Array | undefined,
+): NativeSamplingParams[] {
   if (!(logits instanceof Float32Array)) throw invalidArgument('logits', 'a Float32Array', logits);
   checkInteger('vocab', vocab, 1, 0x7fffffff);
   if (!Array.isArray(params)) throw invalidArgument('params', 'an array with one SamplingParams per row', params);
@@ -68,9 +94,7 @@ export function sample(
   if (positions !== undefined && !(positions instanceof Int32Array && positions.length === params.length)) {
     throw invalidArgument('positions', `an Int32Array of ${params.length} positions`, positions);
   }
-  const rows = params.map((p, i) => normalize(p, i));
-  const [tokens, logprobs, rawLogprobs] = native().sample(logits, vocab, rows, positions ?? null);
-  return { tokens, logprobs, rawLogprobs };
+  return params.map((p, i) => normalize(p, i));
 }
 
 /** SamplingParams with every field present, as the native sampler takes them. */

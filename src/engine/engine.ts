@@ -5,7 +5,7 @@
  * Each step, in vLLM v1's order: every running request that has one token to compute (decode),
  * then prefill chunks (running requests first, then waiting ones in arrival order) until
  * `maxBatchTokens`. One paged forward computes the step on a native thread; the rows that end a
- * request's pending tokens are sampled together. When the cache runs out of blocks, idle sessions
+ * request's pending tokens are sampled together, on a native thread too. When the cache runs out of blocks, idle sessions
  * are released first (their full blocks stay in the prefix cache), then the newest running request
  * is preempted by recompute: its blocks are freed and it waits, keeping every token it has.
  *
@@ -18,7 +18,7 @@ import { randomInt } from 'node:crypto';
 import { invalidArgument, SwerlError } from '../errors.js';
 import { PagedKvCache } from '../kv/paged-kv-cache.js';
 import type { Model } from '../model/model.js';
-import { type SamplingParams, sample } from '../sample.js';
+import { type SamplingParams, sampleAsync } from '../sample.js';
 import { checkInteger, toTokenArray } from '../validate.js';
 
 /** What a generation returns. */
@@ -360,7 +360,7 @@ export class Engine {
       toSample.forEach((s, k) => {
         rows.set(logits.subarray(s.row * V, (s.row + 1) * V), k * V);
       });
-      const out = sample(
+      const out = await sampleAsync(
         rows,
         V,
         toSample.map((s) => s.req.sampling),

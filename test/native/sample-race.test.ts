@@ -5,7 +5,7 @@
  * change the token, and lowering another token's logit never changes it.
  */
 import { describe, expect, it } from 'vitest';
-import { type SamplingParams, sample } from '../../src/index.js';
+import { type SamplingParams, sample, sampleAsync } from '../../src/index.js';
 import { raceKey, raceV, raceWinner } from '../helpers/race-reference.js';
 import { normal, rng } from '../helpers/random.js';
 import { chiSquareGof, processedDistribution } from '../helpers/sampling-reference.js';
@@ -151,5 +151,29 @@ describe('coupling: the race keys each token, not the draw', () => {
       if (lowered[victim] !== row[victim]) changed++;
     }
     expect(changed).toBe(n);
+  });
+});
+
+describe('sampleAsync', () => {
+  it('gives the same bits as sample() and the same errors, off the JS thread', async () => {
+    const vocab = 2000;
+    const rows = 12;
+    const logits = new Float32Array(rows * vocab);
+    for (let i = 0; i < rows; i++) logits.set(normalRow(vocab, 300 + i, 2), i * vocab);
+    const params: SamplingParams[] = Array.from({ length: rows }, (_, i) => ({
+      seed: i,
+      temperature: 0.5 + 0.1 * i,
+      ...(i % 3 === 0 ? { topP: 0.9 } : {}),
+      ...(i % 4 === 1 ? { repetitionPenalty: 1.2, outputTokens: [1, 2, 3], promptTokens: [4] } : {}),
+    }));
+    const positions = Int32Array.from({ length: rows }, (_, i) => 10 * i);
+    const a = sample(logits, vocab, params, positions);
+    const b = await sampleAsync(logits, vocab, params, positions);
+    expect(Array.from(b.tokens)).toEqual(Array.from(a.tokens));
+    expect(Array.from(b.logprobs)).toEqual(Array.from(a.logprobs));
+    expect(Array.from(b.rawLogprobs)).toEqual(Array.from(a.rawLogprobs));
+    const bad = logits.slice();
+    bad[5] = Number.NaN;
+    await expect(sampleAsync(bad, vocab, params, positions)).rejects.toMatchObject({ code: 'NON_FINITE_LOGITS' });
   });
 });
