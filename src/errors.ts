@@ -40,6 +40,10 @@ export const ErrorCodes = [
   'NON_FINITE_GRADIENT',
   /** A request needs more KV blocks than the whole cache holds. */
   'PROMPT_TOO_LONG',
+  /** No isolation mechanism is available for a sandbox (install bubblewrap). */
+  'SANDBOX_UNAVAILABLE',
+  /** A sandbox file path resolves outside its workspace. */
+  'PATH_ESCAPE',
 ] as const;
 
 /** One of {@link ErrorCodes}. */

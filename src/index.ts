@@ -12,6 +12,7 @@ export {
   Session,
 } from './engine/engine.js';
 export { RemoteEngine, type RemoteEngineOptions, RemoteSession } from './engine/remote.js';
+export { type ExecResult, isolationAvailable, LocalSandbox, type SandboxOptions } from './env/sandbox.js';
 export { type ErrorCode, ErrorCodes, SwerlError } from './errors.js';
 export { type NativeInfo, nativeInfo } from './info.js';
 export {

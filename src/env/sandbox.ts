@@ -1,0 +1,390 @@
+/**
+ * LocalSandbox (DESIGN.md section 6): a workspace directory in which an agent's commands run
+ * isolated from the host.
+ *
+ * Each exec is `prlimit` (memory, processes, file size) → `setpriv` to a per-sandbox
+ * unprivileged uid when swerl runs as root (so the process limit is enforced: the kernel exempts
+ * root) → the isolation layer → `bash -c command`:
+ * - `bwrap` (bubblewrap): the host root read-only, a private /tmp, the workspace the only writable
+ *   path, new user/PID/network/IPC/UTS namespaces (no network unless asked), die-with-parent;
+ * - `unshare`: new user/PID/network namespaces; the file system is protected by ownership only
+ *   (the command runs as an unprivileged uid), so bwrap is preferred;
+ * - `none`: only the limits and the process group; only when asked for, with a warning.
+ * A timeout kills the whole process group (and with it the sandbox's PID namespace). Output is
+ * capped with a truncation marker; a command flooding far past the cap is killed.
+ *
+ * The git metadata that diff() uses lives outside the workspace, so nothing an agent writes can
+ * configure the host's git. Host-side file access resolves symlinks and rejects paths that leave
+ * the workspace (PATH_ESCAPE).
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { chownSync } from 'node:fs';
+import { chmod, cp, lstat, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { invalidArgument, SwerlError } from '../errors.js';
+
+/** What an exec returns. */
+export interface ExecResult {
+  exitCode: number;
+  /** stdout and stderr interleaved as they arrived, capped at maxOutputBytes. */
+  output: string;
+  timedOut: boolean;
+  truncated: boolean;
+  durationMs: number;
+}
+
+/** Options of {@link LocalSandbox.create}. */
+export interface SandboxOptions {
+  /** Files to create in the workspace (relative path → content). */
+  files?: Record<string, string>;
+  /** A directory copied into the workspace first. */
+  fromDir?: string;
+  /** 'auto' (default): bwrap, else unshare; never 'none' unless asked for. */
+  isolation?: 'auto' | 'bwrap' | 'unshare' | 'none';
+  /** Allow network access (default false). */
+  network?: boolean;
+  /** Per-command timeout (default 60 s). */
+  timeoutMs?: number;
+  /** Output kept per command (default 64 KiB). */
+  maxOutputBytes?: number;
+  /** Memory per process (RLIMIT_DATA; default 4096 MiB). */
+  memoryMiB?: number;
+  /** Processes (RLIMIT_NPROC; default 512). */
+  maxProcesses?: number;
+}
+
+type Isolation = 'bwrap' | 'unshare' | 'none';
+type Limits = Required<Omit<SandboxOptions, 'files' | 'fromDir' | 'isolation'>>;
+
+const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+let nextUid = 0;
+const probed = new Map<Isolation, boolean>();
+let warnedNone = false;
+
+/** Whether an isolation mechanism works here (checked once per process). */
+export function isolationAvailable(kind: 'bwrap' | 'unshare'): boolean {
+  const cached = probed.get(kind);
+  if (cached !== undefined) return cached;
+  let ok = false;
+  try {
+    const cmd =
+      kind === 'bwrap'
+        ? ['bwrap', ...bwrapArgs('/', false), '--', '/bin/true']
+        : ['unshare', ...unshareArgs(), '/bin/true'];
+    execFileSync(cmd[0] as string, cmd.slice(1), { stdio: 'ignore', timeout: 10_000 });
+    ok = true;
+  } catch {
+    ok = false;
+  }
+  probed.set(kind, ok);
+  return ok;
+}
+
+function bwrapArgs(workspace: string, network: boolean): string[] {
+  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
+  if (workspace !== '/') args.push('--bind', workspace, workspace, '--chdir', workspace);
+  args.push('--unshare-all', '--die-with-parent', '--new-session');
+  if (network) args.push('--share-net');
+  return args;
+}
+
+function unshareArgs(network = false): string[] {
+  return ['--user', '--map-root-user', '--pid', '--fork', '--kill-child', ...(network ? [] : ['--net']), '--'];
+}
+
+/** A workspace whose commands run isolated from the host. */
+export class LocalSandbox {
+  readonly isolation: Isolation;
+  /** The workspace on the host. */
+  readonly root: string;
+  readonly #meta: string; // outside the workspace: git metadata
+  readonly #o: Limits;
+  readonly #uid: number | null;
+  readonly #running = new Set<ChildProcess>();
+  #closed = false;
+
+  private constructor(root: string, meta: string, isolation: Isolation, o: Limits, uid: number | null) {
+    this.root = root;
+    this.#meta = meta;
+    this.isolation = isolation;
+    this.#o = o;
+    this.#uid = uid;
+  }
+
+  /** Creates the workspace (files, fromDir), records its initial state for diff(). */
+  static async create(o: SandboxOptions = {}): Promise<LocalSandbox> {
+    if (typeof o !== 'object' || o === null) throw invalidArgument('options', 'an object', o);
+    const wanted = o.isolation ?? 'auto';
+    if (!['auto', 'bwrap', 'unshare', 'none'].includes(wanted))
+      throw invalidArgument('isolation', "'auto', 'bwrap', 'unshare' or 'none'", wanted);
+    let isolation: Isolation;
+    if (wanted === 'auto') {
+      if (isolationAvailable('bwrap')) isolation = 'bwrap';
+      else if (isolationAvailable('unshare')) isolation = 'unshare';
+      else
+        throw new SwerlError(
+          'no sandbox isolation is available: install bubblewrap (apt-get install bubblewrap), or allow unprivileged user namespaces; isolation: "none" runs commands unisolated',
+          'SANDBOX_UNAVAILABLE',
+        );
+    } else {
+      isolation = wanted as Isolation;
+      if (isolation !== 'none' && !isolationAvailable(isolation))
+        throw new SwerlError(`isolation '${isolation}' does not work on this machine`, 'SANDBOX_UNAVAILABLE');
+    }
+    if (isolation === 'none' && !warnedNone) {
+      warnedNone = true;
+      process.emitWarning(
+        'LocalSandbox isolation "none": agent commands run on the host without isolation',
+        'SwerlWarning',
+      );
+    }
+    const num = (name: string, v: number | undefined, dflt: number, min: number) => {
+      const x = v ?? dflt;
+      if (typeof x !== 'number' || !Number.isFinite(x) || x < min) throw invalidArgument(name, `a number >= ${min}`, x);
+      return x;
+    };
+    const opts = {
+      network: o.network ?? false,
+      timeoutMs: num('timeoutMs', o.timeoutMs, 60_000, 1),
+      maxOutputBytes: num('maxOutputBytes', o.maxOutputBytes, 64 * 1024, 1),
+      memoryMiB: num('memoryMiB', o.memoryMiB, 4096, 16),
+      maxProcesses: num('maxProcesses', o.maxProcesses, 512, 2),
+    };
+    const root = await realpath(await mkdtemp(join(tmpdir(), 'swerl-ws-')));
+    const meta = await mkdtemp(join(tmpdir(), 'swerl-meta-'));
+    try {
+      if (o.fromDir !== undefined) await cp(o.fromDir, root, { recursive: true });
+      for (const [path, content] of Object.entries(o.files ?? {})) {
+        const target = insideOrThrow(root, path);
+        await mkdir(dirname(target), { recursive: true });
+        await writeFile(target, content);
+      }
+      // As root, commands run as a per-sandbox unprivileged uid, which then owns the workspace.
+      const uid = isRoot ? 200_000 + (nextUid++ % 100_000) : null;
+      if (uid !== null) {
+        execFileSync('chown', ['-R', `${uid}:${uid}`, root]);
+        chownSync(root, uid, uid);
+      }
+      await chmod(root, 0o755);
+      const sb = new LocalSandbox(root, meta, isolation, opts, uid);
+      await sb.#git(['init', '-q']);
+      await sb.#git(['add', '-A']);
+      await sb.#git([
+        '-c',
+        'user.name=swerl',
+        '-c',
+        'user.email=swerl@localhost',
+        'commit',
+        '-q',
+        '--allow-empty',
+        '-m',
+        'initial',
+      ]);
+      return sb;
+    } catch (e) {
+      await rm(root, { recursive: true, force: true });
+      await rm(meta, { recursive: true, force: true });
+      throw e;
+    }
+  }
+
+  /** Runs `bash -c command` in the workspace. */
+  exec(command: string, o: { timeoutMs?: number } = {}): Promise<ExecResult> {
+    if (this.#closed) return Promise.reject(new SwerlError('this sandbox is closed', 'DISPOSED'));
+    if (typeof command !== 'string') return Promise.reject(invalidArgument('command', 'a string', command));
+    const timeoutMs = o.timeoutMs ?? this.#o.timeoutMs;
+    const mem = this.#o.memoryMiB * 2 ** 20;
+    const argv: string[] = [
+      `--data=${mem}`,
+      `--as=${4 * mem}`,
+      `--nproc=${this.#o.maxProcesses}`,
+      `--fsize=${4 * 2 ** 30}`,
+      '--',
+    ];
+    if (this.#uid !== null)
+      argv.push('setpriv', `--reuid=${this.#uid}`, `--regid=${this.#uid}`, '--clear-groups', '--');
+    if (this.isolation === 'bwrap')
+      argv.push('bwrap', ...bwrapArgs(this.root, this.#o.network), '--setenv', 'HOME', this.root, '--');
+    else if (this.isolation === 'unshare') argv.push('unshare', ...unshareArgs(this.#o.network));
+    argv.push('/bin/bash', '-c', command);
+    const started = performance.now();
+    return new Promise<ExecResult>((resolvePromise) => {
+      const child = spawn('prlimit', argv, {
+        cwd: this.root,
+        detached: true, // its own process group: a timeout kills all of it
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: this.root, LANG: 'C.UTF-8', TERM: 'dumb' },
+      });
+      this.#running.add(child);
+      const cap = this.#o.maxOutputBytes;
+      const chunks: Buffer[] = [];
+      let kept = 0;
+      let seen = 0;
+      let timedOut = false;
+      const kill = () => {
+        try {
+          if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      };
+      const onData = (d: Buffer) => {
+        seen += d.length;
+        if (kept < cap) {
+          const take = d.subarray(0, cap - kept);
+          chunks.push(take);
+          kept += take.length;
+        }
+        if (seen > 64 * cap + 1_000_000) kill(); // a flood: stop it rather than drain it forever
+      };
+      child.stdout?.on('data', onData);
+      child.stderr?.on('data', onData);
+      const timer = setTimeout(() => {
+        timedOut = true;
+        kill();
+      }, timeoutMs);
+      child.on('close', (code, signal) => {
+        clearTimeout(timer);
+        kill(); // anything the command left in its group
+        this.#running.delete(child);
+        let output = Buffer.concat(chunks).toString('utf8');
+        const truncated = seen > kept;
+        if (truncated) output += `\n[output truncated: ${seen - kept} more bytes]`;
+        resolvePromise({
+          exitCode: code ?? (signal ? 128 + 9 : -1),
+          output,
+          timedOut,
+          truncated,
+          durationMs: performance.now() - started,
+        });
+      });
+      child.on('error', (e) => {
+        clearTimeout(timer);
+        this.#running.delete(child);
+        resolvePromise({
+          exitCode: -1,
+          output: `cannot start the command: ${e.message}`,
+          timedOut: false,
+          truncated: false,
+          durationMs: 0,
+        });
+      });
+    });
+  }
+
+  /** Reads a workspace file (PATH_ESCAPE when it resolves outside). */
+  async readFile(path: string): Promise<string> {
+    return readFile(await this.#resolveExisting(path), 'utf8');
+  }
+
+  /** Writes a workspace file, creating directories (PATH_ESCAPE when it resolves outside). */
+  async writeFile(path: string, content: string): Promise<void> {
+    const target = insideOrThrow(this.root, path);
+    await mkdir(dirname(target), { recursive: true });
+    const parent = await realpath(dirname(target));
+    if (!within(this.root, parent)) throw escape(path);
+    try {
+      if ((await lstat(target)).isSymbolicLink()) throw escape(path);
+    } catch (e) {
+      if (e instanceof SwerlError) throw e;
+    }
+    await writeFile(target, content);
+    if (this.#uid !== null) chownSync(target, this.#uid, this.#uid);
+  }
+
+  /** The unified diff of the workspace against its initial state (new files included). */
+  async diff(): Promise<string> {
+    await this.#git(['add', '-A']);
+    return this.#git(['diff', '--cached', '--no-color', '--no-ext-diff', '--no-textconv']);
+  }
+
+  /** Kills every process it started and removes the workspace. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const c of this.#running) {
+      try {
+        if (c.pid !== undefined) process.kill(-c.pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    if (this.#uid !== null) {
+      try {
+        execFileSync('pkill', ['-KILL', '-U', String(this.#uid)], { stdio: 'ignore' });
+      } catch {
+        // none left
+      }
+    }
+    await rm(this.root, { recursive: true, force: true });
+    await rm(this.#meta, { recursive: true, force: true });
+  }
+
+  async #resolveExisting(path: string): Promise<string> {
+    const target = insideOrThrow(this.root, path);
+    let real: string;
+    try {
+      real = await realpath(target);
+    } catch (e) {
+      throw new SwerlError(`cannot read ${path}: ${(e as Error).message}`, 'IO_ERROR');
+    }
+    if (!within(this.root, real)) throw escape(path);
+    return real;
+  }
+
+  // git over the workspace with its metadata outside it and no user or system configuration.
+  #git(args: string[]): Promise<string> {
+    return new Promise((resolvePromise, reject) => {
+      const child = spawn(
+        'git',
+        [
+          '-c',
+          'core.hooksPath=/dev/null',
+          '-c',
+          'core.fsmonitor=false',
+          `--git-dir=${join(this.#meta, 'git')}`,
+          `--work-tree=${this.root}`,
+          ...args,
+        ],
+        {
+          env: {
+            PATH: '/usr/local/bin:/usr/bin:/bin',
+            HOME: this.#meta,
+            GIT_CONFIG_NOSYSTEM: '1',
+            GIT_CONFIG_GLOBAL: '/dev/null',
+          },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      let out = '';
+      let err = '';
+      child.stdout.on('data', (d) => {
+        out += d;
+      });
+      child.stderr.on('data', (d) => {
+        err += d;
+      });
+      child.on('close', (code) =>
+        code === 0 ? resolvePromise(out) : reject(new SwerlError(`git ${args[0]} failed: ${err.trim()}`, 'IO_ERROR')),
+      );
+      child.on('error', (e) => reject(new SwerlError(`cannot run git: ${e.message}`, 'IO_ERROR')));
+    });
+  }
+}
+
+function within(root: string, p: string): boolean {
+  const rel = relative(root, p);
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel) && !rel.startsWith(`..${sep}`));
+}
+
+function escape(path: string): SwerlError {
+  return new SwerlError(`${JSON.stringify(path)} resolves outside the sandbox workspace`, 'PATH_ESCAPE');
+}
+
+function insideOrThrow(root: string, path: string): string {
+  if (typeof path !== 'string' || path === '') throw invalidArgument('path', 'a non-empty string', path);
+  const target = resolve(root, path);
+  if (!within(root, target)) throw escape(path);
+  return target;
+}

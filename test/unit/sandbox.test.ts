@@ -1,0 +1,171 @@
+/**
+ * LocalSandbox against hostile commands: no writes outside the workspace, no network to the host,
+ * no process outliving its timeout or the sandbox, output floods capped, memory and fork bombs
+ * contained; host-side file access cannot be tricked out of the workspace; diff() sees edits and
+ * new files. Needs bubblewrap (CI installs it); the isolation-specific tests say why they skip.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { isolationAvailable, LocalSandbox } from '../../src/index.js';
+
+const hasBwrap = isolationAvailable('bwrap');
+const hasUnshare = isolationAvailable('unshare');
+
+function processesOf(sb: LocalSandbox): number {
+  // Processes whose working directory is inside the workspace, host-wide.
+  let n = 0;
+  for (const pid of execFileSync('ls', ['/proc']).toString().split('\n')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const cwd = execFileSync('readlink', [`/proc/${pid}/cwd`], { stdio: ['ignore', 'pipe', 'ignore'] }).toString();
+      if (cwd.startsWith(sb.root)) n++;
+    } catch {
+      // gone or not ours to read
+    }
+  }
+  return n;
+}
+
+describe.skipIf(!hasBwrap)('LocalSandbox (bwrap): hostile commands', () => {
+  it('runs commands in the workspace and reports exit codes', async () => {
+    const sb = await LocalSandbox.create({ files: { 'src/a.js': 'export const a = 1;\n' } });
+    try {
+      expect(sb.isolation).toBe('bwrap');
+      const r = await sb.exec('cat src/a.js && pwd && exit 3');
+      expect(r.exitCode).toBe(3);
+      expect(r.output).toContain('export const a = 1;');
+      expect(r.output).toContain(sb.root);
+      expect(r.timedOut).toBe(false);
+    } finally {
+      await sb.close();
+    }
+  });
+
+  it('cannot write outside the workspace', async () => {
+    const sb = await LocalSandbox.create();
+    const marker = `/tmp/swerl-escape-${process.pid}`;
+    try {
+      const r = await sb.exec(`touch /etc/swerl-x; echo x > ${marker}; echo y > ../outside; touch /root/x; echo done`);
+      expect(r.output).toContain('Read-only file system');
+      expect(existsSync('/etc/swerl-x')).toBe(false);
+      expect(existsSync(marker)).toBe(false); // /tmp inside is a private tmpfs
+      expect(existsSync(`${sb.root}/../outside`)).toBe(false);
+    } finally {
+      await sb.close();
+    }
+  });
+
+  it('cannot reach a host service over the network', async () => {
+    const server = createServer((s) => s.end('secret\n'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    const port = (server.address() as { port: number }).port;
+    const sb = await LocalSandbox.create({ timeoutMs: 5000 });
+    try {
+      const r = await sb.exec(`exec 3<>/dev/tcp/127.0.0.1/${port} && cat <&3 || echo blocked`);
+      expect(r.output).not.toContain('secret');
+      expect(r.output).toContain('blocked');
+    } finally {
+      await sb.close();
+      server.close();
+    }
+  });
+
+  it('does not outlive its timeout, nor leave processes behind', async () => {
+    const sb = await LocalSandbox.create();
+    try {
+      const r = await sb.exec('(sleep 1000 &) ; nohup sleep 1000 & sleep 1000', { timeoutMs: 500 });
+      expect(r.timedOut).toBe(true);
+      expect(r.durationMs).toBeLessThan(5000);
+      await new Promise((res) => setTimeout(res, 200));
+      expect(processesOf(sb)).toBe(0);
+    } finally {
+      await sb.close();
+    }
+  });
+
+  it('caps an output flood with a truncation marker and stops it', async () => {
+    const sb = await LocalSandbox.create({ maxOutputBytes: 10_000, timeoutMs: 20_000 });
+    try {
+      const r = await sb.exec('yes swerl-flood-line');
+      expect(r.truncated).toBe(true);
+      expect(r.output.length).toBeLessThan(10_200);
+      expect(r.output).toContain('[output truncated:');
+      expect(r.timedOut).toBe(false); // killed as a flood, long before the timeout
+    } finally {
+      await sb.close();
+    }
+  });
+
+  it('contains a memory hog and a fork bomb', async () => {
+    const sb = await LocalSandbox.create({ memoryMiB: 256, maxProcesses: 64, timeoutMs: 4000 });
+    try {
+      const mem = await sb.exec('node -e "const a=[]; for(;;) a.push(Buffer.alloc(64*1024*1024).fill(1))"');
+      expect(mem.exitCode).not.toBe(0);
+      expect(mem.timedOut).toBe(false);
+      const bomb = await sb.exec(':(){ :|:& };:; sleep 2; echo survived');
+      expect(bomb.durationMs).toBeLessThan(10_000);
+      await new Promise((res) => setTimeout(res, 300));
+      expect(processesOf(sb)).toBe(0);
+      const after = await sb.exec('echo still fine');
+      expect(after.output).toContain('still fine');
+    } finally {
+      await sb.close();
+    }
+  });
+
+  it('host-side file access cannot be tricked out of the workspace', async () => {
+    const sb = await LocalSandbox.create({ files: { 'ok.txt': 'fine' } });
+    try {
+      expect(await sb.readFile('ok.txt')).toBe('fine');
+      await expect(sb.readFile('../../etc/passwd')).rejects.toMatchObject({ code: 'PATH_ESCAPE' });
+      await expect(sb.writeFile('/etc/swerl-y', 'x')).rejects.toMatchObject({ code: 'PATH_ESCAPE' });
+      await sb.exec('ln -s /etc/passwd link && ln -s /etc dir');
+      await expect(sb.readFile('link')).rejects.toMatchObject({ code: 'PATH_ESCAPE' });
+      await expect(sb.writeFile('link', 'x')).rejects.toMatchObject({ code: 'PATH_ESCAPE' });
+      await expect(sb.writeFile('dir/swerl-z', 'x')).rejects.toMatchObject({ code: 'PATH_ESCAPE' });
+      expect(existsSync('/etc/swerl-z')).toBe(false);
+    } finally {
+      await sb.close();
+    }
+  });
+
+  it('diff() shows edits and new files against the initial state; close() removes everything', async () => {
+    const sb = await LocalSandbox.create({ files: { 'lib/m.js': 'export function f(a, b) {\n  return a - b;\n}\n' } });
+    await sb.exec("sed -i 's/a - b/a + b/' lib/m.js && echo 'new' > NEW.md");
+    await sb.writeFile('lib/extra.js', 'x\n');
+    const d = await sb.diff();
+    expect(d).toContain('-  return a - b;');
+    expect(d).toContain('+  return a + b;');
+    expect(d).toContain('+++ b/NEW.md');
+    expect(d).toContain('+++ b/lib/extra.js');
+    const root = sb.root;
+    await sb.close();
+    expect(existsSync(root)).toBe(false);
+    await expect(sb.exec('true')).rejects.toMatchObject({ code: 'DISPOSED' });
+  });
+});
+
+describe.skipIf(!hasUnshare)('LocalSandbox (unshare)', () => {
+  it('isolates the network and runs unprivileged', async () => {
+    const sb = await LocalSandbox.create({ isolation: 'unshare', timeoutMs: 5000 });
+    try {
+      const r = await sb.exec('cat /proc/self/uid_map | head -1; (echo > /dev/tcp/1.1.1.1/80) 2>&1 | head -1; echo ok');
+      expect(r.output).toContain('ok');
+      expect(r.output).not.toMatch(/^\s*0\s+0\s+4294967295/m); // not the host's root mapping
+    } finally {
+      await sb.close();
+    }
+  });
+});
+
+describe('LocalSandbox options', () => {
+  it('rejects bad options with INVALID_ARGUMENT', async () => {
+    await expect(LocalSandbox.create({ isolation: 'chroot' as 'none' })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+    await expect(LocalSandbox.create({ timeoutMs: -1 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(LocalSandbox.create({ files: { '../x': 'y' } })).rejects.toMatchObject({ code: 'PATH_ESCAPE' });
+  });
+});
