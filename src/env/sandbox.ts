@@ -283,9 +283,9 @@ export class LocalSandbox {
     const target = insideOrThrow(this.root, path);
     await mkdir(dirname(target), { recursive: true });
     const parent = await realpath(dirname(target));
-    if (!within(this.root, parent)) throw escape(path);
+    if (!within(this.root, parent)) throw pathEscape(path);
     try {
-      if ((await lstat(target)).isSymbolicLink()) throw escape(path);
+      if ((await lstat(target)).isSymbolicLink()) throw pathEscape(path);
     } catch (e) {
       if (e instanceof SwerlError) throw e;
     }
@@ -329,7 +329,7 @@ export class LocalSandbox {
     } catch (e) {
       throw new SwerlError(`cannot read ${path}: ${(e as Error).message}`, 'IO_ERROR');
     }
-    if (!within(this.root, real)) throw escape(path);
+    if (!within(this.root, real)) throw pathEscape(path);
     return real;
   }
 
@@ -378,13 +378,13 @@ function within(root: string, p: string): boolean {
   return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel) && !rel.startsWith(`..${sep}`));
 }
 
-function escape(path: string): SwerlError {
+function pathEscape(path: string): SwerlError {
   return new SwerlError(`${JSON.stringify(path)} resolves outside the sandbox workspace`, 'PATH_ESCAPE');
 }
 
 function insideOrThrow(root: string, path: string): string {
   if (typeof path !== 'string' || path === '') throw invalidArgument('path', 'a non-empty string', path);
   const target = resolve(root, path);
-  if (!within(root, target)) throw escape(path);
+  if (!within(root, target)) throw pathEscape(path);
   return target;
 }
