@@ -44,6 +44,8 @@ export const ErrorCodes = [
   'SANDBOX_UNAVAILABLE',
   /** A sandbox file path resolves outside its workspace. */
   'PATH_ESCAPE',
+  /** A task file row is not a valid SWE-bench-format task (the message names the row and field). */
+  'INVALID_TASK',
 ] as const;
 
 /** One of {@link ErrorCodes}. */

@@ -13,6 +13,7 @@ export {
 } from './engine/engine.js';
 export { RemoteEngine, type RemoteEngineOptions, RemoteSession } from './engine/remote.js';
 export { type ExecResult, isolationAvailable, LocalSandbox, type SandboxOptions } from './env/sandbox.js';
+export { checkTask, filterTasksByPatch, loadTasks, patchSize, type SweTask } from './env/tasks.js';
 export { type ErrorCode, ErrorCodes, SwerlError } from './errors.js';
 export { type NativeInfo, nativeInfo } from './info.js';
 export {

@@ -1,0 +1,167 @@
+/**
+ * Tasks in the SWE-bench / SWE-rebench schema (DESIGN.md section 6): loading .json, .jsonl and
+ * .parquet files (Hugging Face datasets ship FAIL_TO_PASS and PASS_TO_PASS as JSON-encoded
+ * strings; both forms are accepted), checking every row, and the paper's static filter on the
+ * gold patch (at most 7 files, fewer than 500 changed lines).
+ */
+import { readFile } from 'node:fs/promises';
+import { extname } from 'node:path';
+import { parquetReadObjects } from 'hyparquet';
+import { invalidArgument, SwerlError } from '../errors.js';
+
+/** A task, with SWE-bench / SWE-rebench field names. Mini-SWE tasks carry their repository inline in `files`. */
+export interface SweTask {
+  instance_id: string;
+  repo: string;
+  base_commit?: string;
+  problem_statement: string;
+  /** The gold patch (a unified diff). */
+  patch: string;
+  /** The patch that adds or updates the tests. */
+  test_patch: string;
+  FAIL_TO_PASS: string[];
+  PASS_TO_PASS: string[];
+  files?: Record<string, string>;
+  image?: string;
+}
+
+/** Reads tasks from a .json (an array, or { tasks: [...] }), .jsonl or .parquet file. */
+export async function loadTasks(path: string): Promise<SweTask[]> {
+  if (typeof path !== 'string') throw invalidArgument('path', 'a file path', path);
+  const ext = extname(path).toLowerCase();
+  let data: Buffer;
+  try {
+    data = await readFile(path);
+  } catch (e) {
+    throw new SwerlError(`cannot read ${path}: ${(e as Error).message}`, 'IO_ERROR');
+  }
+  const rows: { where: string; value: unknown }[] = [];
+  if (ext === '.jsonl') {
+    data
+      .toString('utf8')
+      .split('\n')
+      .forEach((line, i) => {
+        if (line.trim() === '') return;
+        let value: unknown;
+        try {
+          value = JSON.parse(line);
+        } catch (e) {
+          throw new SwerlError(`${path}:${i + 1}: not valid JSON (${(e as Error).message})`, 'INVALID_TASK');
+        }
+        rows.push({ where: `${path}:${i + 1}`, value });
+      });
+  } else if (ext === '.json') {
+    let json: unknown;
+    try {
+      json = JSON.parse(data.toString('utf8'));
+    } catch (e) {
+      throw new SwerlError(`${path}: not valid JSON (${(e as Error).message})`, 'INVALID_TASK');
+    }
+    const list = Array.isArray(json) ? json : (json as { tasks?: unknown })?.tasks;
+    if (!Array.isArray(list))
+      throw new SwerlError(`${path}: expected an array of tasks or { "tasks": [...] }`, 'INVALID_TASK');
+    list.forEach((value, i) => rows.push({ where: `${path}[${i}]`, value }));
+  } else if (ext === '.parquet') {
+    let objects: Record<string, unknown>[];
+    try {
+      const buf = data.buffer.slice(data.byteOffset, data.byteOffset + data.byteLength) as ArrayBuffer;
+      objects = (await parquetReadObjects({ file: buf })) as Record<string, unknown>[];
+    } catch (e) {
+      throw new SwerlError(`${path}: not a readable parquet file (${(e as Error).message})`, 'INVALID_TASK');
+    }
+    objects.forEach((value, i) => rows.push({ where: `${path} row ${i}`, value }));
+  } else {
+    throw new SwerlError(
+      `${path}: unknown task file type '${ext}' (use .json, .jsonl or .parquet)`,
+      'INVALID_ARGUMENT',
+    );
+  }
+  return rows.map(({ where, value }) => checkTask(value, where));
+}
+
+/** Checks one task row, normalising JSON-encoded test lists; errors name the row and the field. */
+export function checkTask(value: unknown, where = 'task'): SweTask {
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new SwerlError(`${where}: a task must be an object`, 'INVALID_TASK');
+  const o = value as Record<string, unknown>;
+  const id = typeof o.instance_id === 'string' ? o.instance_id : undefined;
+  const at = id === undefined ? where : `${where} (${id})`;
+  const str = (name: string, required: boolean): string | undefined => {
+    const v = o[name];
+    if (v === undefined || v === null) {
+      if (required) throw new SwerlError(`${at}: field '${name}' is missing`, 'INVALID_TASK');
+      return undefined;
+    }
+    if (typeof v !== 'string') throw new SwerlError(`${at}: field '${name}' must be a string`, 'INVALID_TASK');
+    return v;
+  };
+  const tests = (name: string): string[] => {
+    let v = o[name];
+    if (typeof v === 'string') {
+      try {
+        v = JSON.parse(v);
+      } catch {
+        throw new SwerlError(`${at}: field '${name}' is a string but not a JSON-encoded list`, 'INVALID_TASK');
+      }
+    }
+    if (v === undefined || v === null) v = [];
+    if (!Array.isArray(v) || !v.every((t) => typeof t === 'string'))
+      throw new SwerlError(`${at}: field '${name}' must be a list of test ids`, 'INVALID_TASK');
+    return v as string[];
+  };
+  const task: SweTask = {
+    instance_id: str('instance_id', true) as string,
+    repo: str('repo', true) as string,
+    problem_statement: str('problem_statement', true) as string,
+    patch: str('patch', true) as string,
+    test_patch: str('test_patch', false) ?? '',
+    FAIL_TO_PASS: tests('FAIL_TO_PASS'),
+    PASS_TO_PASS: tests('PASS_TO_PASS'),
+  };
+  if (task.FAIL_TO_PASS.length === 0) throw new SwerlError(`${at}: field 'FAIL_TO_PASS' is empty`, 'INVALID_TASK');
+  const base = str('base_commit', false);
+  if (base !== undefined) task.base_commit = base;
+  const image = str('image', false) ?? str('docker_image', false);
+  if (image !== undefined) task.image = image;
+  if (o.files !== undefined && o.files !== null) {
+    let files = o.files;
+    if (typeof files === 'string') {
+      try {
+        files = JSON.parse(files);
+      } catch {
+        throw new SwerlError(`${at}: field 'files' is a string but not JSON`, 'INVALID_TASK');
+      }
+    }
+    if (
+      typeof files !== 'object' ||
+      files === null ||
+      Array.isArray(files) ||
+      !Object.values(files).every((c) => typeof c === 'string')
+    )
+      throw new SwerlError(`${at}: field 'files' must map paths to file contents`, 'INVALID_TASK');
+    task.files = files as Record<string, string>;
+  }
+  return task;
+}
+
+/** Files and changed lines (added + removed) of a unified diff. */
+export function patchSize(patch: string): { files: number; changedLines: number } {
+  let files = 0;
+  let changed = 0;
+  for (const line of patch.split('\n')) {
+    if (line.startsWith('diff --git ')) files++;
+    else if ((line.startsWith('+') && !line.startsWith('+++')) || (line.startsWith('-') && !line.startsWith('---')))
+      changed++;
+  }
+  return { files, changedLines: changed };
+}
+
+/** The paper's static filter: the gold patch touches at most maxFiles files and changes fewer than maxLines lines. */
+export function filterTasksByPatch(tasks: SweTask[], o: { maxFiles?: number; maxLines?: number } = {}): SweTask[] {
+  const maxFiles = o.maxFiles ?? 7;
+  const maxLines = o.maxLines ?? 500;
+  return tasks.filter((t) => {
+    const s = patchSize(t.patch);
+    return s.files <= maxFiles && s.changedLines < maxLines;
+  });
+}
