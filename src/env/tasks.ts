@@ -60,7 +60,9 @@ export async function loadTasks(path: string): Promise<SweTask[]> {
     const list = Array.isArray(json) ? json : (json as { tasks?: unknown })?.tasks;
     if (!Array.isArray(list))
       throw new SwerlError(`${path}: expected an array of tasks or { "tasks": [...] }`, 'INVALID_TASK');
-    list.forEach((value, i) => rows.push({ where: `${path}[${i}]`, value }));
+    list.forEach((value, i) => {
+      rows.push({ where: `${path}[${i}]`, value });
+    });
   } else if (ext === '.parquet') {
     let objects: Record<string, unknown>[];
     try {
@@ -69,7 +71,9 @@ export async function loadTasks(path: string): Promise<SweTask[]> {
     } catch (e) {
       throw new SwerlError(`${path}: not a readable parquet file (${(e as Error).message})`, 'INVALID_TASK');
     }
-    objects.forEach((value, i) => rows.push({ where: `${path} row ${i}`, value }));
+    objects.forEach((value, i) => {
+      rows.push({ where: `${path} row ${i}`, value });
+    });
   } else {
     throw new SwerlError(
       `${path}: unknown task file type '${ext}' (use .json, .jsonl or .parquet)`,
