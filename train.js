@@ -12,4 +12,4 @@ try {
   }
   throw err;
 }
-process.exitCode = cli.main(process.argv.slice(2));
+process.exitCode = await cli.main(process.argv.slice(2));

@@ -20,6 +20,8 @@ describe('node train.js', () => {
       expect(r.status).toBe(2);
       expect(r.stdout).toContain('[built]     paged KV cache');
       expect(r.stdout).toContain('[built]     sampler and DAPO/GRPO/SFT loss kernels');
+      expect(r.stdout).toContain('[built]     policy model');
+      expect(r.stdout).toContain('[built]     rollout engine');
       expect(r.stdout).toContain('[not built]');
       expect(r.stdout).toContain('No training was run');
       expect(readdirSync(out)).toEqual([]);
