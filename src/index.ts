@@ -12,6 +12,7 @@ export {
   Session,
 } from './engine/engine.js';
 export { RemoteEngine, type RemoteEngineOptions, RemoteSession } from './engine/remote.js';
+export { type Evaluation, evaluatePatch, runAllTests } from './env/evaluate.js';
 export { type ExecResult, isolationAvailable, LocalSandbox, type SandboxOptions } from './env/sandbox.js';
 export { checkTask, filterTasksByPatch, loadTasks, patchSize, type SweTask } from './env/tasks.js';
 export { type ErrorCode, ErrorCodes, SwerlError } from './errors.js';

@@ -1,0 +1,71 @@
+/**
+ * evaluatePatch on an inline repository: the gold patch resolves, an empty or wrong patch does
+ * not, an unappliable patch fails cleanly, the test patch is applied, and a patch that hangs the
+ * tests is cut off by the timeout.
+ */
+import { describe, expect, it } from 'vitest';
+import { evaluatePatch, runAllTests, type SweTask } from '../../src/index.js';
+
+const files = {
+  'package.json': '{"type":"module"}',
+  'src/math.js': 'export function add(a, b) {\n  return a - b;\n}\n\nexport function neg(a) {\n  return -a;\n}\n',
+  'test/math.test.js':
+    "import { describe, test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { add, neg } from '../src/math.js';\ndescribe('add', () => {\n  test('adds', () => assert.equal(add(2, 3), 5));\n});\ntest('neg', () => assert.equal(neg(2), -2));\n",
+};
+const gold =
+  'diff --git a/src/math.js b/src/math.js\n--- a/src/math.js\n+++ b/src/math.js\n@@ -1,3 +1,3 @@\n export function add(a, b) {\n-  return a - b;\n+  return a + b;\n }\n';
+const testPatch =
+  "diff --git a/test/extra.test.js b/test/extra.test.js\nnew file mode 100644\n--- /dev/null\n+++ b/test/extra.test.js\n@@ -0,0 +1,3 @@\n+import { test } from 'node:test';\n+import assert from 'node:assert/strict';\n+test('extra', async () => assert.equal((await import('../src/math.js')).add(1, 1), 2));\n";
+const task: SweTask = {
+  instance_id: 'mini__math-1',
+  repo: 'mini/math',
+  problem_statement: 'add(2, 3) returns -1; expected 5.',
+  patch: gold,
+  test_patch: testPatch,
+  FAIL_TO_PASS: ['test/math.test.js::add > adds', 'test/extra.test.js::extra'],
+  PASS_TO_PASS: ['test/math.test.js::neg'],
+  files,
+};
+
+describe('evaluatePatch', () => {
+  it('runAllTests names tests file::suite > test', async () => {
+    expect(await runAllTests(files)).toEqual({
+      'test/math.test.js::add > adds': 'fail',
+      'test/math.test.js::neg': 'pass',
+    });
+  });
+
+  it('the gold patch resolves; empty and wrong patches do not; an unappliable patch fails cleanly', async () => {
+    const g = await evaluatePatch(task, gold);
+    expect(g.resolved).toBe(true);
+    expect(g.tests).toEqual({
+      'test/math.test.js::add > adds': 'pass',
+      'test/extra.test.js::extra': 'pass',
+      'test/math.test.js::neg': 'pass',
+    });
+    const empty = await evaluatePatch(task, '');
+    expect(empty.resolved).toBe(false);
+    expect(empty.tests['test/math.test.js::neg']).toBe('pass');
+    const wrong = gold.replace('a + b', 'b - a');
+    expect((await evaluatePatch(task, wrong)).resolved).toBe(false);
+    const garbage = await evaluatePatch(
+      task,
+      'diff --git a/nope b/nope\n--- a/nope\n+++ b/nope\n@@ -1 +1 @@\n-x\n+y\n',
+    );
+    expect(garbage.resolved).toBe(false);
+    expect(garbage.log).toContain('git apply');
+  });
+
+  it('a patch that hangs the tests is cut off by the timeout', async () => {
+    const hang = gold.replace('+  return a + b;', '+  for (;;) {}');
+    const r = await evaluatePatch(task, hang, { timeoutMs: 3000 });
+    expect(r.resolved).toBe(false);
+    expect(r.log).toContain('[timed out]');
+  });
+
+  it('tasks without an inline repository need the Docker sandbox', async () => {
+    await expect(evaluatePatch({ ...task, files: undefined }, gold)).rejects.toMatchObject({
+      code: 'SANDBOX_UNAVAILABLE',
+    });
+  });
+});
