@@ -13,6 +13,7 @@ export {
 } from './engine/engine.js';
 export { RemoteEngine, type RemoteEngineOptions, RemoteSession } from './engine/remote.js';
 export { type Evaluation, evaluatePatch, runAllTests } from './env/evaluate.js';
+export { bugSplit, generateMiniSweTasks, type MiniSweOptions } from './env/mini-swe/generate.js';
 export { type ExecResult, isolationAvailable, LocalSandbox, type SandboxOptions } from './env/sandbox.js';
 export { checkTask, filterTasksByPatch, loadTasks, patchSize, type SweTask } from './env/tasks.js';
 export { type ErrorCode, ErrorCodes, SwerlError } from './errors.js';
