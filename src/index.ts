@@ -4,6 +4,24 @@
  */
 
 export {
+  type EpisodeOptions,
+  episodeReward,
+  type Policy,
+  runEpisode,
+  type Trajectory,
+  type Turn,
+  turnPenalty,
+} from './agent/episode.js';
+export {
+  type ActionFormat,
+  type AgentMessage,
+  issuePrompt,
+  type ParsedAction,
+  parseAction,
+  SYSTEM_PROMPT,
+  shellPrompt,
+} from './agent/scaffold.js';
+export {
   Engine,
   type EngineOptions,
   type EngineStats,
@@ -13,6 +31,7 @@ export {
 } from './engine/engine.js';
 export { RemoteEngine, type RemoteEngineOptions, RemoteSession } from './engine/remote.js';
 export { type Evaluation, evaluatePatch, runAllTests } from './env/evaluate.js';
+export { expertPolicy, taskBug } from './env/mini-swe/expert.js';
 export { bugSplit, generateMiniSweTasks, type MiniSweOptions } from './env/mini-swe/generate.js';
 export { type ExecResult, isolationAvailable, LocalSandbox, type SandboxOptions } from './env/sandbox.js';
 export { checkTask, filterTasksByPatch, loadTasks, patchSize, type SweTask } from './env/tasks.js';

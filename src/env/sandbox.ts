@@ -168,6 +168,12 @@ export class LocalSandbox {
       }
       await chmod(root, 0o755);
       const sb = new LocalSandbox(root, meta, isolation, opts, uid);
+      // The agent's own repository (git checkout, stash, diff work inside the sandbox), made by
+      // sandboxed git. The host never reads it: diff() uses the metadata outside the workspace.
+      const init = await sb.exec(
+        'git init -q && git add -A && git -c user.name=swerl -c user.email=swerl@localhost commit -q --allow-empty -m initial',
+      );
+      if (init.exitCode !== 0) throw new SwerlError(`cannot initialise the workspace repository: ${init.output}`, 'IO_ERROR');
       await sb.#git(['init', '-q']);
       await sb.#git(['add', '-A']);
       await sb.#git([
@@ -290,12 +296,18 @@ export class LocalSandbox {
       if (e instanceof SwerlError) throw e;
     }
     await writeFile(target, content);
-    if (this.#uid !== null) chownSync(target, this.#uid, this.#uid);
+    if (this.#uid !== null) {
+      // The file and every directory created for it belong to the sandbox's uid.
+      for (let d = dirname(target); within(this.root, d) && d !== this.root; d = dirname(d))
+        chownSync(d, this.#uid, this.#uid);
+      chownSync(target, this.#uid, this.#uid);
+    }
   }
 
-  /** The unified diff of the workspace against its initial state (new files included). */
+  /** The unified diff of the workspace against its initial state (new files included; swerl's `.swerl*` files excluded). */
   async diff(): Promise<string> {
-    await this.#git(['add', '-A']);
+    // swerl's own files (the scaffold's tools and state, evaluation scripts) live under .swerl*.
+    await this.#git(['add', '-A', '--', '.', ':(exclude,glob).swerl*', ':(exclude,glob).swerl*/**']);
     return this.#git(['diff', '--cached', '--no-color', '--no-ext-diff', '--no-textconv']);
   }
 

@@ -1,0 +1,127 @@
+/**
+ * One agent episode on a task: the ReAct loop of the paper's scaffold over any policy (the engine
+ * in training, the scripted expert for warm-start data, or a remote model), with its limits and
+ * its reward (the task's tests, plus the paper's turn-count penalty).
+ */
+import { LocalSandbox, type SandboxOptions } from '../env/sandbox.js';
+import type { SweTask } from '../env/tasks.js';
+import { invalidArgument } from '../errors.js';
+import {
+  type ActionFormat,
+  type AgentMessage,
+  checkFormat,
+  formatErrorMessage,
+  installTools,
+  issuePrompt,
+  parseAction,
+  runCommand,
+  SYSTEM_PROMPT,
+  shellPrompt,
+  shellState,
+  truncateObservation,
+} from './scaffold.js';
+
+/** A policy: the conversation so far in, the next assistant message out. */
+export type Policy = (messages: AgentMessage[]) => Promise<string>;
+
+/** One turn of a trajectory. */
+export interface Turn {
+  action: string;
+  command: string | null;
+  /** 'cannot extract command' | 'multiple commands extracted' when the action was malformed (nothing ran). */
+  formatError: string | null;
+  observation: string;
+  exitCode: number | null;
+}
+
+/** An episode's record, in the rollout format. */
+export interface Trajectory {
+  instance_id: string;
+  messages: AgentMessage[];
+  turns: Turn[];
+  /** The submitted diff ('' unless the agent submitted). */
+  patch: string;
+  finishReason: 'submit' | 'max_turns' | 'max_context';
+}
+
+/** Options of {@link runEpisode}. */
+export interface EpisodeOptions {
+  task: SweTask;
+  policy: Policy;
+  /** Turns (actions) at most (default 40, the paper's stage 1). */
+  maxTurns?: number;
+  /** Characters kept of each observation (default 10,000: head and tail). */
+  maxObservationChars?: number;
+  /** Ends the episode when the conversation's size (by `contextSize`) exceeds this. */
+  maxContext?: number;
+  /** Size of the conversation (default: characters); pass a token counter for token limits. */
+  contextSize?: (messages: AgentMessage[]) => number;
+  format?: ActionFormat;
+  /** Per-command timeout (default 60 s). */
+  commandTimeoutMs?: number;
+  sandbox?: Omit<SandboxOptions, 'files'>;
+}
+
+/** Runs the scaffold's loop until submit, max turns or max context. */
+export async function runEpisode(o: EpisodeOptions): Promise<Trajectory> {
+  if (!o?.task?.files) throw invalidArgument('task', 'a task with an inline repository (files)', o?.task);
+  const maxTurns = o.maxTurns ?? 40;
+  const format = checkFormat(o.format ?? 'command');
+  const maxObs = o.maxObservationChars ?? 10_000;
+  const size = o.contextSize ?? ((m: AgentMessage[]) => m.reduce((a, x) => a + x.content.length, 0));
+  const sb = await LocalSandbox.create({ ...(o.sandbox ?? {}), files: o.task.files });
+  try {
+    await installTools(sb);
+    const messages: AgentMessage[] = [
+      { role: 'system', content: SYSTEM_PROMPT },
+      { role: 'user', content: issuePrompt(o.task, sb.root) },
+    ];
+    const turns: Turn[] = [];
+    let finishReason: Trajectory['finishReason'] = 'max_turns';
+    let patch = '';
+    while (turns.length < maxTurns) {
+      const action = await o.policy(messages.map((m) => ({ ...m })));
+      messages.push({ role: 'assistant', content: action });
+      const parsed = parseAction(action, format);
+      const state = await shellState(sb);
+      if (parsed.kind === 'error') {
+        const observation = `${formatErrorMessage(parsed.error)}\n${shellPrompt(state.cwd, state.file)}`;
+        turns.push({ action, command: null, formatError: parsed.error, observation, exitCode: null });
+        messages.push({ role: 'user', content: observation });
+      } else if (parsed.command.trim() === 'submit') {
+        patch = await sb.diff();
+        turns.push({ action, command: 'submit', formatError: null, observation: '', exitCode: 0 });
+        finishReason = 'submit';
+        break;
+      } else {
+        const r = await runCommand(sb, parsed.command, o.commandTimeoutMs ?? 60_000);
+        const after = await shellState(sb);
+        const body = truncateObservation(r.output.replace(/\n+$/, ''), maxObs);
+        const observation = `${body}${body ? '\n' : ''}${shellPrompt(after.cwd, after.file)}`;
+        turns.push({ action, command: parsed.command, formatError: null, observation, exitCode: r.exitCode });
+        messages.push({ role: 'user', content: observation });
+      }
+      if (o.maxContext !== undefined && size(messages) > o.maxContext) {
+        finishReason = 'max_context';
+        break;
+      }
+    }
+    return { instance_id: o.task.instance_id, messages, turns, patch, finishReason };
+  } finally {
+    await sb.close();
+  }
+}
+
+/**
+ * The paper's turn-count penalty (reference/paper.md section 2.4): 0 below `threshold` turns,
+ * then (threshold − turns) / (maxTurns − threshold), reaching −1 at maxTurns.
+ */
+export function turnPenalty(turns: number, maxTurns: number, threshold = 10): number {
+  if (turns < threshold) return 0;
+  return (threshold - turns) / (maxTurns - threshold);
+}
+
+/** R_final = R (1 when resolved, else 0) + the turn penalty. */
+export function episodeReward(resolved: boolean, turns: number, maxTurns: number, threshold = 10): number {
+  return (resolved ? 1 : 0) + turnPenalty(turns, maxTurns, threshold);
+}

@@ -1,0 +1,205 @@
+/**
+ * The paper's agent scaffold (reference/paper.md section 1): a system prompt, the issue prompt in
+ * the paper's layout, one reasoning part plus exactly one fenced ```command block per turn (or a
+ * Qwen/Hermes <tool_call> JSON), the two format errors, observations ending in the shell prompt,
+ * observation truncation, and the tools installed as real commands in the sandbox.
+ */
+import type { LocalSandbox } from '../env/sandbox.js';
+import type { SweTask } from '../env/tasks.js';
+import { invalidArgument } from '../errors.js';
+import { toolFiles, WINDOW } from './tools.js';
+
+/** One chat message of a trajectory. */
+export interface AgentMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+/** The action formats the parser understands. */
+export type ActionFormat = 'command' | 'tool_call';
+
+export const SYSTEM_PROMPT = `You are an autonomous programmer working in a command-line interface with a special file editor, solving an issue in a software repository.
+
+You can run any non-interactive shell command (ls, cat, grep, sed, node, git, ...). Interactive programs such as vim or REPLs are not available. You also have these commands:
+- open <file> [<line_number>]: opens the file and shows ${WINDOW} lines around the line
+- goto <line_number>: moves the window of the open file to the line
+- scroll_down / scroll_up: moves the window by ${WINDOW} lines
+- create <filename>: creates and opens a new file
+- edit [--file PATH] <start>:<end> << 'EOF' (the replacement lines, then a line EOF): replaces lines <start> to <end> (inclusive) of the open file; indentation must be exact
+- replace [--replace-all] <search> <replace>: replaces text in the open file
+- search_file <search_term> [<file>]: finds lines containing the term
+- submit: submits your changes (the git diff of the repository) and ends the session
+
+RESPONSE FORMAT: every response contains A SINGLE reasoning part followed by A SINGLE command in a fenced block:
+DISCUSSION
+<your reasoning>
+
+\`\`\`command
+<one command>
+\`\`\`
+
+Two command blocks, or none, are an error and nothing is run. Everything you write stays available to you in later turns.
+Do not modify existing tests or add new ones: the evaluation runs its own tests. Remove temporary scripts before you submit.`;
+
+/** The first user message: the issue in the paper's layout. */
+export function issuePrompt(task: SweTask, cwd: string): string {
+  return `# ISSUE DESCRIPTION
+${task.problem_statement}
+
+# ADDITIONAL ADVICE
+- If you break something, git checkout -- <file>, git stash or git reset --hard restore the original code.
+- submit uses git diff: it submits your current changes to the repository.
+
+# CHECKLIST
+1. Reproduce the issue with a short script.
+2. Find and fix the cause in the source code.
+3. Confirm the fix with the reproduction script, and think about edge cases.
+4. Run the existing tests.
+5. Remove your reproduction script and submit.
+
+Repository has been uploaded and your shell is currently at the repository root. Time to solve the issue!
+${shellPrompt(cwd, null)}`;
+}
+
+/** The shell prompt that ends every observation. */
+export function shellPrompt(cwd: string, file: string | null): string {
+  return `(Current directory: ${cwd}, current file: ${file ?? 'none'}) bash-$`;
+}
+
+/** A parsed action: a command to run, or one of the two format errors. */
+export type ParsedAction =
+  | { kind: 'command'; command: string }
+  | { kind: 'error'; error: 'cannot extract command' | 'multiple commands extracted' };
+
+const COMMAND_BLOCK = /```command[^\S\n]*\n([\s\S]*?)\n?```/g;
+const TOOL_CALL = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g;
+
+/** Extracts the single command of an assistant turn. */
+export function parseAction(text: string, format: ActionFormat = 'command'): ParsedAction {
+  if (format === 'command') {
+    const blocks = [...text.matchAll(COMMAND_BLOCK)].map((m) => (m[1] ?? '').trim());
+    if (blocks.length === 0 || blocks[0] === '') return { kind: 'error', error: 'cannot extract command' };
+    if (blocks.length > 1) return { kind: 'error', error: 'multiple commands extracted' };
+    return { kind: 'command', command: blocks[0] as string };
+  }
+  const calls = [...text.matchAll(TOOL_CALL)].map((m) => m[1] ?? '');
+  if (calls.length === 0) return { kind: 'error', error: 'cannot extract command' };
+  if (calls.length > 1) return { kind: 'error', error: 'multiple commands extracted' };
+  let call: { name?: unknown; arguments?: unknown };
+  try {
+    call = JSON.parse(calls[0] as string);
+  } catch {
+    return { kind: 'error', error: 'cannot extract command' };
+  }
+  const command = toolCallCommand(call);
+  return command === null ? { kind: 'error', error: 'cannot extract command' } : { kind: 'command', command };
+}
+
+function q(s: unknown): string {
+  return `'${String(s).replace(/'/g, `'\\''`)}'`;
+}
+
+/** The shell command a <tool_call> stands for (null when it names no known tool). */
+export function toolCallCommand(call: { name?: unknown; arguments?: unknown }): string | null {
+  const a = (typeof call.arguments === 'string' ? safeJson(call.arguments) : call.arguments) as Record<
+    string,
+    unknown
+  > | null;
+  const args = a ?? {};
+  switch (call.name) {
+    case 'bash':
+      return typeof args.command === 'string' ? args.command : null;
+    case 'open':
+      return `open ${q(args.path ?? args.file)}${args.line_number !== undefined ? ` ${Number(args.line_number)}` : ''}`;
+    case 'goto':
+      return `goto ${Number(args.line_number)}`;
+    case 'scroll_down':
+    case 'scroll_up':
+    case 'submit':
+      return call.name;
+    case 'create':
+      return `create ${q(args.path ?? args.filename)}`;
+    case 'edit': {
+      const file = args.path ?? args.file;
+      const text = String(args.replacement ?? args.text ?? '');
+      return `edit ${file !== undefined ? `--file ${q(file)} ` : ''}${Number(args.start)}:${Number(args.end)} << 'SWERL_EOF'\n${text}\nSWERL_EOF`;
+    }
+    case 'replace':
+      return `replace ${args.replace_all ? '--replace-all ' : ''}${q(args.search)} ${q(args.replace)}`;
+    case 'search_file':
+      return `search_file ${q(args.search_term ?? args.term)}${(args.path ?? args.file) ? ` ${q(args.path ?? args.file)}` : ''}`;
+    default:
+      return null;
+  }
+}
+
+function safeJson(s: string): unknown {
+  try {
+    return JSON.parse(s);
+  } catch {
+    return null;
+  }
+}
+
+/** The format-error observation (the paper does not give the exact text). */
+export function formatErrorMessage(error: 'cannot extract command' | 'multiple commands extracted'): string {
+  return error === 'cannot extract command'
+    ? 'Error: cannot extract command. Put exactly one command in a fenced block opened with ```command and closed with ```. Nothing was run.'
+    : 'Error: multiple commands extracted. A response must contain exactly one ```command block. Nothing was run.';
+}
+
+/** Keeps the head and tail of a long observation. */
+export function truncateObservation(text: string, maxChars: number): string {
+  if (text.length <= maxChars) return text;
+  const head = Math.floor(maxChars * 0.6);
+  const tail = maxChars - head;
+  return `${text.slice(0, head)}\n[... ${text.length - head - tail} characters omitted ...]\n${text.slice(text.length - tail)}`;
+}
+
+/** Prepares a sandbox for the scaffold: the tool scripts and their state. */
+export async function installTools(sb: LocalSandbox): Promise<void> {
+  for (const [path, src] of Object.entries(toolFiles())) await sb.writeFile(path, src);
+  await sb.writeFile('.swerl/package.json', '{"type":"commonjs"}\n');
+  await sb.writeFile('.swerl/cwd', sb.root);
+  await sb.exec('chmod +x .swerl/bin/*');
+}
+
+/** Runs one agent command with the tools on PATH and the working directory kept across turns. */
+export async function runCommand(
+  sb: LocalSandbox,
+  command: string,
+  timeoutMs?: number,
+): Promise<{ output: string; exitCode: number; timedOut: boolean }> {
+  const ws = sb.root;
+  const wrapped = `export SWERL_WS=${q(ws)} PATH=${q(`${ws}/.swerl/bin`)}:$PATH; cd "$(cat ${q(`${ws}/.swerl/cwd`)})" 2>/dev/null || cd ${q(ws)}
+${command}
+__swerl_rc=$?; pwd > ${q(`${ws}/.swerl/cwd`)} 2>/dev/null; exit $__swerl_rc`;
+  const r = await sb.exec(wrapped, timeoutMs === undefined ? {} : { timeoutMs });
+  let output = r.output;
+  if (r.timedOut) output += '\n[the command timed out and was killed]';
+  return { output, exitCode: r.exitCode, timedOut: r.timedOut };
+}
+
+/** The current directory and open file, for the prompt. */
+export async function shellState(sb: LocalSandbox): Promise<{ cwd: string; file: string | null }> {
+  let cwd = sb.root;
+  try {
+    cwd = (await sb.readFile('.swerl/cwd')).trim() || sb.root;
+  } catch {
+    // keep the root
+  }
+  let file: string | null = null;
+  try {
+    const s = JSON.parse(await sb.readFile('.swerl/state.json')) as { file?: string | null };
+    file = s.file ?? null;
+  } catch {
+    // nothing open
+  }
+  return { cwd, file };
+}
+
+/** Checks an action format name. */
+export function checkFormat(f: unknown): ActionFormat {
+  if (f !== 'command' && f !== 'tool_call') throw invalidArgument('format', "'command' or 'tool_call'", f);
+  return f;
+}
