@@ -173,7 +173,8 @@ export class LocalSandbox {
       const init = await sb.exec(
         'git init -q && git add -A && git -c user.name=swerl -c user.email=swerl@localhost commit -q --allow-empty -m initial',
       );
-      if (init.exitCode !== 0) throw new SwerlError(`cannot initialise the workspace repository: ${init.output}`, 'IO_ERROR');
+      if (init.exitCode !== 0)
+        throw new SwerlError(`cannot initialise the workspace repository: ${init.output}`, 'IO_ERROR');
       await sb.#git(['init', '-q']);
       await sb.#git(['add', '-A']);
       await sb.#git([

@@ -173,7 +173,10 @@ describe.skipIf(!canSandbox)('the scripted expert', () => {
     const t = tasks[0] as SweTask;
     const noisy = await runEpisode({ task: t, policy: expertPolicy(t, { noise: 1, seed: 5 }) });
     expect(noisy.turns.length).toBeGreaterThan(8);
-    expect(noisy.turns.some((x) => x.formatError !== null), JSON.stringify(noisy.turns.map((x) => [x.command?.slice(0, 30), x.formatError]))).toBe(true);
+    expect(
+      noisy.turns.some((x) => x.formatError !== null),
+      JSON.stringify(noisy.turns.map((x) => [x.command?.slice(0, 30), x.formatError])),
+    ).toBe(true);
     expect(noisy.turns.some((x) => x.command?.startsWith('git checkout --'))).toBe(true);
     expect((await evaluatePatch(t, noisy.patch)).resolved).toBe(true);
     // The trajectory is the rollout format: system, issue, then alternating assistant / observation.
