@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { nativeInfo } from '../dist/index.js';
 import { engineSuite } from './engine.mjs';
+import { envSuite } from './env.mjs';
 import { kvSuite } from './kv.mjs';
 import { progress, Report, writeJson } from './lib.mjs';
 import { lossSuite } from './loss.mjs';
@@ -27,7 +28,14 @@ import { sampleSuite } from './sample.mjs';
 const here = dirname(fileURLToPath(import.meta.url));
 
 /** Suites other than machine, in run order. */
-const SUITES = { kv: kvSuite, sample: sampleSuite, loss: lossSuite, model: modelSuite, engine: engineSuite };
+const SUITES = {
+  kv: kvSuite,
+  sample: sampleSuite,
+  loss: lossSuite,
+  model: modelSuite,
+  engine: engineSuite,
+  env: envSuite,
+};
 
 const { values } = parseArgs({
   options: {
@@ -40,7 +48,7 @@ const { values } = parseArgs({
 
 if (values.help) {
   process.stdout.write(
-    'node bench/run.mjs [--suite machine|kv|sample|loss|model|engine]... [--quick] [--out PATH]\n' +
+    'node bench/run.mjs [--suite machine|kv|sample|loss|model|engine|env]... [--quick] [--out PATH]\n' +
       '  writes bench/results/latest.json and latest.meta.json\n',
   );
   process.exit(0);
