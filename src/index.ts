@@ -34,6 +34,7 @@ export { type Evaluation, evaluatePatch, runAllTests } from './env/evaluate.js';
 export { expertPolicy, taskBug } from './env/mini-swe/expert.js';
 export { bugSplit, generateMiniSweTasks, type MiniSweOptions } from './env/mini-swe/generate.js';
 export { type ExecResult, isolationAvailable, LocalSandbox, type SandboxOptions } from './env/sandbox.js';
+export { type ScreenVerdict, screenTask, screenTasks } from './env/screen.js';
 export { checkTask, filterTasksByPatch, loadTasks, patchSize, type SweTask } from './env/tasks.js';
 export { type ErrorCode, ErrorCodes, SwerlError } from './errors.js';
 export { type NativeInfo, nativeInfo } from './info.js';

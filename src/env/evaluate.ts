@@ -25,11 +25,17 @@ export default async function* reporter(source) {
   for await (const event of source) {
     const d = event.data ?? {};
     if (event.type === 'test:start') stack[d.nesting] = d.name;
+    if (event.type === 'test:stderr' && d.message) yield '# stderr: ' + String(d.message).slice(0, 2000) + '\\n';
     if (event.type !== 'test:pass' && event.type !== 'test:fail') continue;
     if (d.details?.type === 'suite') continue;
     const names = stack.slice(0, d.nesting).concat([d.name]);
     const file = d.file ? relative(process.cwd(), d.file) : '';
-    yield JSON.stringify({ id: file + '::' + names.join(' > '), ok: event.type === 'test:pass' && !d.skip && !d.todo }) + '\\n';
+    const line = { id: file + '::' + names.join(' > '), ok: event.type === 'test:pass' && !d.skip && !d.todo };
+    if (event.type === 'test:fail') {
+      const err = d.details?.error;
+      line.error = String(err?.cause?.message ?? err?.cause ?? err?.message ?? err ?? '').slice(0, 500);
+    }
+    yield JSON.stringify(line) + '\\n';
   }
 }
 `;

@@ -18,7 +18,7 @@
  * the workspace (PATH_ESCAPE).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { chownSync } from 'node:fs';
+import { chownSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { chmod, cp, lstat, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
@@ -58,7 +58,48 @@ type Isolation = 'bwrap' | 'unshare' | 'none';
 type Limits = Required<Omit<SandboxOptions, 'files' | 'fromDir' | 'isolation'>>;
 
 const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-let nextUid = 0;
+const UID_BASE = 200_000;
+const UID_RANGE = 100_000;
+const UID_LOCKS = join(tmpdir(), 'swerl-sandbox-uids');
+
+/**
+ * Claims a uid no other sandbox (in this process or another) is using: a lock file per uid,
+ * created exclusively, holding the owner's pid; a lock whose owner died is taken over.
+ */
+function claimUid(): number {
+  mkdirSync(UID_LOCKS, { recursive: true, mode: 0o700 });
+  const start = Math.floor(Math.random() * UID_RANGE);
+  for (let k = 0; k < UID_RANGE; k++) {
+    const uid = UID_BASE + ((start + k) % UID_RANGE);
+    const lock = join(UID_LOCKS, String(uid));
+    try {
+      writeFileSync(lock, String(process.pid), { flag: 'wx' });
+      return uid;
+    } catch {
+      try {
+        const owner = Number(readFileSync(lock, 'utf8'));
+        process.kill(owner, 0); // alive: taken
+      } catch {
+        try {
+          unlinkSync(lock); // its owner is gone
+          writeFileSync(lock, String(process.pid), { flag: 'wx' });
+          return uid;
+        } catch {
+          // someone else took it first
+        }
+      }
+    }
+  }
+  throw new SwerlError('no free sandbox uid', 'SANDBOX_UNAVAILABLE');
+}
+
+function releaseUid(uid: number): void {
+  try {
+    unlinkSync(join(UID_LOCKS, String(uid)));
+  } catch {
+    // already gone
+  }
+}
 const probed = new Map<Isolation, boolean>();
 let warnedNone = false;
 
@@ -153,6 +194,7 @@ export class LocalSandbox {
     };
     const root = await realpath(await mkdtemp(join(tmpdir(), 'swerl-ws-')));
     const meta = await mkdtemp(join(tmpdir(), 'swerl-meta-'));
+    let uid: number | null = null;
     try {
       if (o.fromDir !== undefined) await cp(o.fromDir, root, { recursive: true });
       for (const [path, content] of Object.entries(o.files ?? {})) {
@@ -161,7 +203,7 @@ export class LocalSandbox {
         await writeFile(target, content);
       }
       // As root, commands run as a per-sandbox unprivileged uid, which then owns the workspace.
-      const uid = isRoot ? 200_000 + (nextUid++ % 100_000) : null;
+      uid = isRoot ? claimUid() : null;
       if (uid !== null) {
         execFileSync('chown', ['-R', `${uid}:${uid}`, root]);
         chownSync(root, uid, uid);
@@ -192,6 +234,7 @@ export class LocalSandbox {
     } catch (e) {
       await rm(root, { recursive: true, force: true });
       await rm(meta, { recursive: true, force: true });
+      if (uid !== null) releaseUid(uid);
       throw e;
     }
   }
@@ -332,6 +375,7 @@ export class LocalSandbox {
     }
     await rm(this.root, { recursive: true, force: true });
     await rm(this.#meta, { recursive: true, force: true });
+    if (this.#uid !== null) releaseUid(this.#uid);
   }
 
   async #resolveExisting(path: string): Promise<string> {
