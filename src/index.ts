@@ -31,6 +31,7 @@ export {
 } from './engine/engine.js';
 export { RemoteEngine, type RemoteEngineOptions, RemoteSession } from './engine/remote.js';
 export { type Evaluation, evaluatePatch, runAllTests } from './env/evaluate.js';
+export { closeEvaluationPool, type EvaluationJob, evaluatePatches } from './env/evaluate-pool.js';
 export { expertPolicy, taskBug } from './env/mini-swe/expert.js';
 export { bugSplit, generateMiniSweTasks, type MiniSweOptions } from './env/mini-swe/generate.js';
 export { type ExecResult, isolationAvailable, LocalSandbox, type SandboxOptions } from './env/sandbox.js';

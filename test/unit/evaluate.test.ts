@@ -69,3 +69,22 @@ describe('evaluatePatch', () => {
     });
   });
 });
+
+describe('evaluatePatches (piscina workers)', () => {
+  it('evaluates jobs in parallel, in job order, with the same results as evaluatePatch', async () => {
+    const { closeEvaluationPool, evaluatePatches } = await import('../../src/index.js');
+    const wrong = gold.replace('a + b', 'b - a');
+    const results = await evaluatePatches(
+      [
+        { task, patch: gold },
+        { task, patch: '' },
+        { task, patch: wrong },
+        { task, patch: gold },
+      ],
+      { concurrency: 2 },
+    );
+    expect(results.map((r) => r.resolved)).toEqual([true, false, false, true]);
+    expect(results[0]?.tests).toEqual((await evaluatePatch(task, gold)).tests);
+    await closeEvaluationPool();
+  }, 60_000);
+});
