@@ -74,7 +74,7 @@ export async function runEpisode(o: EpisodeOptions): Promise<Trajectory> {
     await installTools(sb);
     const messages: AgentMessage[] = [
       { role: 'system', content: SYSTEM_PROMPT },
-      { role: 'user', content: issuePrompt(o.task, sb.root) },
+      { role: 'user', content: issuePrompt(o.task, sb.workdir) },
     ];
     const turns: Turn[] = [];
     let finishReason: Trajectory['finishReason'] = 'max_turns';

@@ -160,7 +160,7 @@ export function truncateObservation(text: string, maxChars: number): string {
 export async function installTools(sb: LocalSandbox): Promise<void> {
   for (const [path, src] of Object.entries(toolFiles())) await sb.writeFile(path, src);
   await sb.writeFile('.swerl/package.json', '{"type":"commonjs"}\n');
-  await sb.writeFile('.swerl/cwd', sb.root);
+  await sb.writeFile('.swerl/cwd', sb.workdir);
   await sb.exec('chmod +x .swerl/bin/*');
 }
 
@@ -170,7 +170,7 @@ export async function runCommand(
   command: string,
   timeoutMs?: number,
 ): Promise<{ output: string; exitCode: number; timedOut: boolean }> {
-  const ws = sb.root;
+  const ws = sb.workdir; // paths as the command sees them
   const wrapped = `export SWERL_WS=${q(ws)} PATH=${q(`${ws}/.swerl/bin`)}:$PATH; cd "$(cat ${q(`${ws}/.swerl/cwd`)})" 2>/dev/null || cd ${q(ws)}
 ${command}
 __swerl_rc=$?; pwd > ${q(`${ws}/.swerl/cwd`)} 2>/dev/null; exit $__swerl_rc`;
@@ -182,9 +182,9 @@ __swerl_rc=$?; pwd > ${q(`${ws}/.swerl/cwd`)} 2>/dev/null; exit $__swerl_rc`;
 
 /** The current directory and open file, for the prompt. */
 export async function shellState(sb: LocalSandbox): Promise<{ cwd: string; file: string | null }> {
-  let cwd = sb.root;
+  let cwd = sb.workdir;
   try {
-    cwd = (await sb.readFile('.swerl/cwd')).trim() || sb.root;
+    cwd = (await sb.readFile('.swerl/cwd')).trim() || sb.workdir;
   } catch {
     // keep the root
   }

@@ -18,7 +18,7 @@
  * the workspace (PATH_ESCAPE).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { chownSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdirSync, readdirSync, readFileSync, readlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { chmod, cp, lstat, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
@@ -111,7 +111,7 @@ export function isolationAvailable(kind: 'bwrap' | 'unshare'): boolean {
   try {
     const cmd =
       kind === 'bwrap'
-        ? ['bwrap', ...bwrapArgs('/', false), '--', '/bin/true']
+        ? ['bwrap', ...bwrapArgs(null, false), '--', '/bin/true']
         : ['unshare', ...unshareArgs(), '/bin/true'];
     execFileSync(cmd[0] as string, cmd.slice(1), { stdio: 'ignore', timeout: 10_000 });
     ok = true;
@@ -122,9 +122,31 @@ export function isolationAvailable(kind: 'bwrap' | 'unshare'): boolean {
   return ok;
 }
 
-function bwrapArgs(workspace: string, network: boolean): string[] {
-  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
-  if (workspace !== '/') args.push('--bind', workspace, workspace, '--chdir', workspace);
+/** Where the workspace appears inside a bwrap sandbox: the same path in every episode. */
+export const SANDBOX_WORKDIR = '/project';
+
+let rootBinds: string[] | null = null;
+
+// The host's top-level directories, read-only (symlinks recreated), except the ones the sandbox
+// provides itself. Binding them one by one, rather than / as a whole, leaves the sandbox's root a
+// fresh tmpfs in which /project can be created.
+function hostRootArgs(): string[] {
+  if (rootBinds) return rootBinds;
+  const skip = new Set(['proc', 'dev', 'tmp', 'sys', 'run', SANDBOX_WORKDIR.slice(1)]);
+  const args: string[] = [];
+  for (const e of readdirSync('/', { withFileTypes: true })) {
+    if (skip.has(e.name)) continue;
+    const p = `/${e.name}`;
+    if (e.isSymbolicLink()) args.push('--symlink', readlinkSync(p), p);
+    else if (e.isDirectory()) args.push('--ro-bind', p, p);
+  }
+  rootBinds = args;
+  return args;
+}
+
+function bwrapArgs(workspace: string | null, network: boolean): string[] {
+  const args = [...hostRootArgs(), '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--tmpfs', '/run'];
+  if (workspace !== null) args.push('--bind', workspace, SANDBOX_WORKDIR, '--chdir', SANDBOX_WORKDIR);
   args.push('--unshare-all', '--die-with-parent', '--new-session');
   if (network) args.push('--share-net');
   return args;
@@ -139,6 +161,10 @@ export class LocalSandbox {
   readonly isolation: Isolation;
   /** The workspace on the host. */
   readonly root: string;
+  /** The workspace as commands see it: /project under bwrap, else the host path. */
+  readonly workdir: string;
+  /** The unprivileged uid commands run as (when swerl runs as root), else null. */
+  readonly uid: number | null;
   readonly #meta: string; // outside the workspace: git metadata
   readonly #o: Limits;
   readonly #uid: number | null;
@@ -147,6 +173,8 @@ export class LocalSandbox {
 
   private constructor(root: string, meta: string, isolation: Isolation, o: Limits, uid: number | null) {
     this.root = root;
+    this.workdir = isolation === 'bwrap' ? SANDBOX_WORKDIR : root;
+    this.uid = uid;
     this.#meta = meta;
     this.isolation = isolation;
     this.#o = o;
@@ -255,7 +283,7 @@ export class LocalSandbox {
     if (this.#uid !== null)
       argv.push('setpriv', `--reuid=${this.#uid}`, `--regid=${this.#uid}`, '--clear-groups', '--');
     if (this.isolation === 'bwrap')
-      argv.push('bwrap', ...bwrapArgs(this.root, this.#o.network), '--setenv', 'HOME', this.root, '--');
+      argv.push('bwrap', ...bwrapArgs(this.root, this.#o.network), '--setenv', 'HOME', this.workdir, '--');
     else if (this.isolation === 'unshare') argv.push('unshare', ...unshareArgs(this.#o.network));
     argv.push('/bin/bash', '-c', command);
     const started = performance.now();

@@ -4,8 +4,7 @@
  * contained; host-side file access cannot be tricked out of the workspace; diff() sees edits and
  * new files. Needs bubblewrap (CI installs it); the isolation-specific tests say why they skip.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { isolationAvailable, LocalSandbox } from '../../src/index.js';
@@ -13,14 +12,21 @@ import { isolationAvailable, LocalSandbox } from '../../src/index.js';
 const hasBwrap = isolationAvailable('bwrap');
 const hasUnshare = isolationAvailable('unshare');
 
+/** Live processes of the sandbox, host-wide: by its uid when it has one, else by working directory. */
 function processesOf(sb: LocalSandbox): number {
-  // Processes whose working directory is inside the workspace, host-wide.
   let n = 0;
-  for (const pid of execFileSync('ls', ['/proc']).toString().split('\n')) {
+  for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     try {
-      const cwd = execFileSync('readlink', [`/proc/${pid}/cwd`], { stdio: ['ignore', 'pipe', 'ignore'] }).toString();
-      if (cwd.startsWith(sb.root)) n++;
+      if (sb.uid !== null) {
+        const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+        const uid = /^Uid:\s+(\d+)/m.exec(status)?.[1];
+        const state = /^State:\s+(\S)/m.exec(status)?.[1];
+        // Zombies (killed, not yet reaped by this container's init) hold no resources.
+        if (Number(uid) === sb.uid && state !== 'Z' && state !== 'X') n++;
+      } else if (readlinkSync(`/proc/${pid}/cwd`).startsWith(sb.root)) {
+        n++;
+      }
     } catch {
       // gone or not ours to read
     }
@@ -36,7 +42,8 @@ describe.skipIf(!hasBwrap)('LocalSandbox (bwrap): hostile commands', () => {
       const r = await sb.exec('cat src/a.js && pwd && exit 3');
       expect(r.exitCode).toBe(3);
       expect(r.output).toContain('export const a = 1;');
-      expect(r.output).toContain(sb.root);
+      expect(r.output).toContain(sb.workdir);
+      expect(sb.workdir).toBe('/project'); // the same path in every episode
       expect(r.timedOut).toBe(false);
     } finally {
       await sb.close();
