@@ -30,11 +30,13 @@ export {
   Session,
 } from './engine/engine.js';
 export { RemoteEngine, type RemoteEngineOptions, RemoteSession } from './engine/remote.js';
-export { type Evaluation, evaluatePatch, runAllTests } from './env/evaluate.js';
+export { DockerSandbox, type DockerSandboxOptions, dockerAvailable } from './env/docker-sandbox.js';
+export { type EvaluateOptions, type Evaluation, evaluatePatch, runAllTests, sweBenchImage } from './env/evaluate.js';
 export { closeEvaluationPool, type EvaluationJob, evaluatePatches } from './env/evaluate-pool.js';
 export { expertPolicy, taskBug } from './env/mini-swe/expert.js';
 export { bugSplit, generateMiniSweTasks, type MiniSweOptions } from './env/mini-swe/generate.js';
 export { type ExecResult, isolationAvailable, LocalSandbox, type SandboxOptions } from './env/sandbox.js';
+export type { Sandbox } from './env/sandbox-api.js';
 export { type ScreenVerdict, screenTask, screenTasks } from './env/screen.js';
 export { checkTask, filterTasksByPatch, loadTasks, patchSize, type SweTask } from './env/tasks.js';
 export { type ErrorCode, ErrorCodes, SwerlError } from './errors.js';

@@ -3,7 +3,9 @@
  * in training, the scripted expert for warm-start data, or a remote model), with its limits and
  * its reward (the task's tests, plus the paper's turn-count penalty).
  */
+import { DockerSandbox, type DockerSandboxOptions } from '../env/docker-sandbox.js';
 import { LocalSandbox, type SandboxOptions } from '../env/sandbox.js';
+import type { Sandbox } from '../env/sandbox-api.js';
 import type { SweTask } from '../env/tasks.js';
 import { invalidArgument } from '../errors.js';
 import {
@@ -59,17 +61,30 @@ export interface EpisodeOptions {
   format?: ActionFormat;
   /** Per-command timeout (default 60 s). */
   commandTimeoutMs?: number;
-  sandbox?: Omit<SandboxOptions, 'files'>;
+  /** LocalSandbox options (the default), or `{ kind: 'docker', ...DockerSandboxOptions }`. */
+  sandbox?: Omit<SandboxOptions, 'files'> | ({ kind: 'docker' } & Omit<DockerSandboxOptions, 'files'>);
+}
+
+/** Opens the episode's sandbox with the task's repository. */
+async function openSandbox(task: SweTask, o: EpisodeOptions['sandbox']): Promise<Sandbox> {
+  if (o && 'kind' in o && o.kind === 'docker') {
+    const { kind: _kind, ...rest } = o;
+    return DockerSandbox.create({ workdir: task.files ? '/project' : '/testbed', ...rest, files: task.files });
+  }
+  return LocalSandbox.create({ ...((o as SandboxOptions | undefined) ?? {}), files: task.files });
 }
 
 /** Runs the scaffold's loop until submit, max turns or max context. */
 export async function runEpisode(o: EpisodeOptions): Promise<Trajectory> {
-  if (!o?.task?.files) throw invalidArgument('task', 'a task with an inline repository (files)', o?.task);
+  if (!o?.task || typeof o.task !== 'object') throw invalidArgument('task', 'a task', o?.task);
+  const docker = o.sandbox !== undefined && 'kind' in o.sandbox && o.sandbox.kind === 'docker';
+  if (!o.task.files && !docker)
+    throw invalidArgument('task', "a task with an inline repository (files), or sandbox { kind: 'docker' }", o.task);
   const maxTurns = o.maxTurns ?? 40;
   const format = checkFormat(o.format ?? 'command');
   const maxObs = o.maxObservationChars ?? 10_000;
   const size = o.contextSize ?? ((m: AgentMessage[]) => m.reduce((a, x) => a + x.content.length, 0));
-  const sb = await LocalSandbox.create({ ...(o.sandbox ?? {}), files: o.task.files });
+  const sb = await openSandbox(o.task, o.sandbox);
   try {
     await installTools(sb);
     const messages: AgentMessage[] = [

@@ -4,7 +4,7 @@
  * Qwen/Hermes <tool_call> JSON), the two format errors, observations ending in the shell prompt,
  * observation truncation, and the tools installed as real commands in the sandbox.
  */
-import type { LocalSandbox } from '../env/sandbox.js';
+import type { Sandbox } from '../env/sandbox-api.js';
 import type { SweTask } from '../env/tasks.js';
 import { invalidArgument } from '../errors.js';
 import { toolFiles, WINDOW } from './tools.js';
@@ -157,7 +157,7 @@ export function truncateObservation(text: string, maxChars: number): string {
 }
 
 /** Prepares a sandbox for the scaffold: the tool scripts and their state. */
-export async function installTools(sb: LocalSandbox): Promise<void> {
+export async function installTools(sb: Sandbox): Promise<void> {
   for (const [path, src] of Object.entries(toolFiles())) await sb.writeFile(path, src);
   await sb.writeFile('.swerl/package.json', '{"type":"commonjs"}\n');
   await sb.writeFile('.swerl/cwd', sb.workdir);
@@ -166,7 +166,7 @@ export async function installTools(sb: LocalSandbox): Promise<void> {
 
 /** Runs one agent command with the tools on PATH and the working directory kept across turns. */
 export async function runCommand(
-  sb: LocalSandbox,
+  sb: Sandbox,
   command: string,
   timeoutMs?: number,
 ): Promise<{ output: string; exitCode: number; timedOut: boolean }> {
@@ -181,7 +181,7 @@ __swerl_rc=$?; pwd > ${q(`${ws}/.swerl/cwd`)} 2>/dev/null; exit $__swerl_rc`;
 }
 
 /** The current directory and open file, for the prompt. */
-export async function shellState(sb: LocalSandbox): Promise<{ cwd: string; file: string | null }> {
+export async function shellState(sb: Sandbox): Promise<{ cwd: string; file: string | null }> {
   let cwd = sb.workdir;
   try {
     cwd = (await sb.readFile('.swerl/cwd')).trim() || sb.workdir;

@@ -1,0 +1,345 @@
+/**
+ * DockerSandbox: the Sandbox interface over one Docker container per episode (dockerode), for
+ * SWE-bench / SWE-rebench images, whose repository sits at /testbed at the task's base commit.
+ *
+ * The container runs an idle init (bash, which also reaps orphans) with the same limits as the
+ * LocalSandbox: memory (no swap), a process count, a file-size limit, no network unless asked,
+ * no-new-privileges. Each exec is `bash -c` in the workdir under `timeout -s KILL`, in its own
+ * process group whose id is written to /tmp, so the host can kill the whole group on a timeout
+ * or an output flood and after the command ends (nothing is left behind). Output is demultiplexed
+ * from Docker's stream and capped with a truncation marker. File access resolves paths inside the
+ * container and rejects any that leave the workdir (PATH_ESCAPE). diff() is git's, against the
+ * commit the container started at.
+ */
+import type { Duplex } from 'node:stream';
+import { Writable } from 'node:stream';
+import Docker from 'dockerode';
+import { invalidArgument, SwerlError } from '../errors.js';
+import type { ExecResult } from './sandbox.js';
+import type { Sandbox } from './sandbox-api.js';
+
+/** Options of {@link DockerSandbox.create}. */
+export interface DockerSandboxOptions {
+  /** The image (it must have bash, coreutils and git; the scaffold's tools also need node). */
+  image: string;
+  /** Files to create in the workdir (relative path → content). */
+  files?: Record<string, string>;
+  /** The workspace inside the container (default /testbed, as in SWE-bench images). */
+  workdir?: string;
+  network?: boolean;
+  timeoutMs?: number;
+  maxOutputBytes?: number;
+  memoryMiB?: number;
+  maxProcesses?: number;
+  /** dockerode connection options (default: DOCKER_HOST or the local socket). */
+  docker?: Docker.DockerOptions;
+}
+
+type Limits = Required<
+  Pick<DockerSandboxOptions, 'network' | 'timeoutMs' | 'maxOutputBytes' | 'memoryMiB' | 'maxProcesses'>
+>;
+
+/** Whether a Docker engine answers (within `timeoutMs`). */
+export async function dockerAvailable(o: Docker.DockerOptions = {}, timeoutMs = 2000): Promise<boolean> {
+  try {
+    const docker = new Docker({ timeout: timeoutMs, ...o });
+    await docker.ping();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// The exec wrapper: records the process group (timeout makes its own, with its pid = $$ after
+// exec) and runs the command under a hard in-container timeout.
+const WRAP = 'echo $$ > "/tmp/.swerl-exec-$1"; cd "$4" || exit 1; exec timeout -s KILL "$2" bash -c "$3"';
+
+/** One container per episode, with the LocalSandbox's interface and limits. */
+export class DockerSandbox implements Sandbox {
+  readonly isolation = 'docker';
+  readonly workdir: string;
+  /** The container's id. */
+  readonly containerId: string;
+  readonly #container: Docker.Container;
+  readonly #docker: Docker;
+  readonly #o: Limits;
+  #base: string;
+  #execs = 0;
+  #closed = false;
+
+  private constructor(docker: Docker, container: Docker.Container, workdir: string, o: Limits, base: string) {
+    this.#docker = docker;
+    this.#container = container;
+    this.containerId = container.id;
+    this.workdir = workdir;
+    this.#o = o;
+    this.#base = base;
+  }
+
+  /** Starts a container from `image`, writes `files`, and records the initial state for diff(). */
+  static async create(o: DockerSandboxOptions): Promise<DockerSandbox> {
+    if (typeof o !== 'object' || o === null) throw invalidArgument('options', 'an object', o);
+    if (typeof o.image !== 'string' || o.image === '') throw invalidArgument('image', 'an image name', o.image);
+    const workdir = o.workdir ?? '/testbed';
+    if (typeof workdir !== 'string' || !workdir.startsWith('/') || workdir.includes('\0'))
+      throw invalidArgument('workdir', 'an absolute path', workdir);
+    const num = (name: string, v: number | undefined, dflt: number, min: number) => {
+      const x = v ?? dflt;
+      if (typeof x !== 'number' || !Number.isFinite(x) || x < min) throw invalidArgument(name, `a number >= ${min}`, x);
+      return x;
+    };
+    const limits: Limits = {
+      network: o.network ?? false,
+      timeoutMs: num('timeoutMs', o.timeoutMs, 60_000, 1),
+      maxOutputBytes: num('maxOutputBytes', o.maxOutputBytes, 64 * 1024, 1),
+      memoryMiB: num('memoryMiB', o.memoryMiB, 4096, 16),
+      maxProcesses: num('maxProcesses', o.maxProcesses, 512, 2),
+    };
+    const docker = new Docker(o.docker ?? {});
+    try {
+      await docker.ping();
+    } catch (e) {
+      throw new SwerlError(
+        `no Docker engine is reachable (${(e as Error).message}): start dockerd, or set DOCKER_HOST`,
+        'SANDBOX_UNAVAILABLE',
+      );
+    }
+    let container: Docker.Container;
+    try {
+      container = await docker.createContainer({
+        Image: o.image,
+        Cmd: ['bash', '-c', 'trap "exit 0" TERM; while :; do sleep 3600 & wait $!; done'],
+        WorkingDir: '/',
+        Labels: { 'swerl.sandbox': '1' },
+        NetworkDisabled: !limits.network,
+        HostConfig: {
+          NetworkMode: limits.network ? 'bridge' : 'none',
+          Memory: limits.memoryMiB * 2 ** 20,
+          MemorySwap: limits.memoryMiB * 2 ** 20,
+          PidsLimit: limits.maxProcesses,
+          Ulimits: [{ Name: 'fsize', Soft: 4 * 2 ** 30, Hard: 4 * 2 ** 30 }],
+          SecurityOpt: ['no-new-privileges'],
+          CapDrop: ['NET_RAW', 'NET_ADMIN', 'SYS_ADMIN', 'SYS_PTRACE', 'MKNOD'],
+        },
+      });
+    } catch (e) {
+      const msg = (e as Error).message;
+      throw new SwerlError(
+        `cannot create a container from ${o.image}: ${msg}${/no such image/i.test(msg) ? ` (docker pull ${o.image})` : ''}`,
+        'SANDBOX_UNAVAILABLE',
+      );
+    }
+    const sb = new DockerSandbox(docker, container, workdir, limits, 'HEAD');
+    try {
+      await container.start();
+      const prep = await sb.#run(
+        ['bash', '-c', 'mkdir -p -- "$1" && cd -- "$1" && { [ -d .git ] || git init -q; }', 'swerl', workdir],
+        { cap: 64 * 1024, timeoutMs: limits.timeoutMs, id: null },
+      );
+      if (prep.exitCode !== 0) throw new SwerlError(`cannot prepare ${workdir}: ${prep.output}`, 'IO_ERROR');
+      for (const [path, content] of Object.entries(o.files ?? {})) await sb.writeFile(path, content);
+      // The initial state: a commit of everything present (the base commit itself when clean).
+      const base = await sb.exec(
+        'git add -A && { git diff --cached --quiet && git rev-parse -q --verify HEAD >/dev/null || git -c user.name=swerl -c user.email=swerl@localhost commit -q --allow-empty --no-verify -m swerl-initial; } && git rev-parse HEAD',
+      );
+      if (base.exitCode !== 0) throw new SwerlError(`cannot record the initial state: ${base.output}`, 'IO_ERROR');
+      sb.#base = base.output.trim().split('\n').pop() ?? 'HEAD';
+      return sb;
+    } catch (e) {
+      await container.remove({ force: true }).catch(() => {});
+      throw e;
+    }
+  }
+
+  /** Runs `bash -c command` in the workdir. */
+  async exec(command: string, o: { timeoutMs?: number } = {}): Promise<ExecResult> {
+    if (this.#closed) throw new SwerlError('this sandbox is closed', 'DISPOSED');
+    if (typeof command !== 'string') throw invalidArgument('command', 'a string', command);
+    const timeoutMs = o.timeoutMs ?? this.#o.timeoutMs;
+    const id = `${process.pid}-${++this.#execs}`;
+    const r = await this.#run(
+      ['bash', '-c', WRAP, 'swerl', id, `${Math.ceil(timeoutMs / 1000)}s`, command, this.workdir],
+      {
+        cap: this.#o.maxOutputBytes,
+        timeoutMs,
+        id,
+      },
+    );
+    return r;
+  }
+
+  /** Reads a workspace file (PATH_ESCAPE when it resolves outside the workdir). */
+  async readFile(path: string): Promise<string> {
+    const rel = this.#checkPath(path);
+    const r = await this.#run(
+      [
+        'bash',
+        '-c',
+        'cd "$2" && p=$(realpath -e -- "$1") || exit 3; case "$p" in "$2"|"$2"/*) exec cat -- "$p";; *) exit 4;; esac',
+        'swerl',
+        rel,
+        this.workdir,
+      ],
+      { cap: 1 << 30, timeoutMs: this.#o.timeoutMs, id: null },
+    );
+    if (r.exitCode === 4) throw pathEscape(path);
+    if (r.exitCode !== 0) throw new SwerlError(`cannot read ${path}: ${r.output.trim()}`, 'IO_ERROR');
+    return r.output;
+  }
+
+  /** Writes a workspace file, creating directories (PATH_ESCAPE when it resolves outside). */
+  async writeFile(path: string, content: string): Promise<void> {
+    const rel = this.#checkPath(path);
+    if (typeof content !== 'string') throw invalidArgument('content', 'a string', content);
+    const r = await this.#run(
+      [
+        'bash',
+        '-c',
+        'cd "$2" && p=$(realpath -m -- "$1") || exit 3; case "$p" in "$2"/*) ;; *) exit 4;; esac; [ -L "$p" ] && exit 4; mkdir -p -- "$(dirname -- "$p")" && d=$(realpath -e -- "$(dirname -- "$p")") && case "$d" in "$2"|"$2"/*) exec cat > "$p";; *) exit 4;; esac',
+        'swerl',
+        rel,
+        this.workdir,
+      ],
+      { cap: 64 * 1024, timeoutMs: this.#o.timeoutMs, id: null, stdin: Buffer.from(content, 'utf8') },
+    );
+    if (r.exitCode === 4) throw pathEscape(path);
+    if (r.exitCode !== 0) throw new SwerlError(`cannot write ${path}: ${r.output.trim()}`, 'IO_ERROR');
+  }
+
+  /** The unified diff of the workdir against the initial commit (`.swerl*` excluded). */
+  async diff(): Promise<string> {
+    const r = await this.#run(
+      [
+        'bash',
+        '-c',
+        `cd "$1" && git -c core.hooksPath=/dev/null add -A -- . ':(exclude,glob).swerl*' ':(exclude,glob).swerl*/**' && git -c core.hooksPath=/dev/null diff --cached --no-color --no-ext-diff --no-textconv "$2" -- . ':(exclude,glob).swerl*' ':(exclude,glob).swerl*/**'`,
+        'swerl',
+        this.workdir,
+        this.#base,
+      ],
+      { cap: 1 << 30, timeoutMs: this.#o.timeoutMs, id: null },
+    );
+    if (r.exitCode !== 0) throw new SwerlError(`git diff failed: ${r.output.trim()}`, 'IO_ERROR');
+    return r.output;
+  }
+
+  /** Removes the container (and every process in it). */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#container.remove({ force: true }).catch(() => {});
+  }
+
+  #checkPath(path: string): string {
+    if (typeof path !== 'string' || path === '' || path.includes('\0'))
+      throw invalidArgument('path', 'a non-empty string', path);
+    if (path.startsWith('/')) {
+      if (path !== this.workdir && !path.startsWith(`${this.workdir}/`)) throw pathEscape(path);
+      return path;
+    }
+    return path;
+  }
+
+  // One docker exec: output demultiplexed and capped; `id` names the process group to kill on a
+  // timeout or a flood, and after the end.
+  async #run(
+    cmd: string[],
+    o: { cap: number; timeoutMs: number; id: string | null; stdin?: Buffer },
+  ): Promise<ExecResult> {
+    const started = performance.now();
+    const exec = await this.#container.exec({
+      Cmd: cmd,
+      AttachStdout: true,
+      AttachStderr: true,
+      AttachStdin: o.stdin !== undefined,
+      WorkingDir: '/',
+      Env: ['LANG=C.UTF-8', 'TERM=dumb', 'PAGER=cat', 'GIT_PAGER=cat'],
+    });
+    const stream = (await exec.start({ hijack: true, stdin: o.stdin !== undefined })) as Duplex;
+    const chunks: Buffer[] = [];
+    let kept = 0;
+    let seen = 0;
+    let timedOut = false;
+    let killed = false;
+    const killGroup = async () => {
+      if (killed || o.id === null) return;
+      killed = true;
+      await this.#killGroup(o.id);
+    };
+    const sink = new Writable({
+      write: (d: Buffer, _enc, done) => {
+        seen += d.length;
+        if (kept < o.cap) {
+          const take = d.subarray(0, o.cap - kept);
+          chunks.push(take);
+          kept += take.length;
+        }
+        if (o.id !== null && seen > 64 * o.cap + 1_000_000) void killGroup();
+        done();
+      },
+    });
+    this.#docker.modem.demuxStream(stream, sink, sink);
+    const timer = setTimeout(() => {
+      timedOut = true;
+      void killGroup();
+      // A backstop: if the stream never ends, give up on it.
+      setTimeout(() => stream.destroy(), 5000).unref();
+    }, o.timeoutMs + 1000);
+    if (o.stdin !== undefined) stream.end(o.stdin);
+    await new Promise<void>((res) => {
+      stream.on('end', res);
+      stream.on('close', res);
+      stream.on('error', () => res());
+    });
+    clearTimeout(timer);
+    let exitCode = -1;
+    try {
+      const info = await exec.inspect();
+      exitCode = info.ExitCode ?? -1;
+    } catch {
+      // the container is gone
+    }
+    if (o.id !== null) {
+      if (exitCode === 137 && performance.now() - started >= o.timeoutMs - 50) timedOut = true;
+      killed = false;
+      await killGroup(); // whatever the command left behind
+    }
+    let output = Buffer.concat(chunks).toString('utf8');
+    const truncated = seen > kept;
+    if (truncated) output += `\n[output truncated: ${seen - kept} more bytes]`;
+    return { exitCode, output, timedOut, truncated, durationMs: performance.now() - started };
+  }
+
+  async #killGroup(id: string): Promise<void> {
+    try {
+      const exec = await this.#container.exec({
+        Cmd: [
+          'bash',
+          '-c',
+          'f="/tmp/.swerl-exec-$1"; [ -f "$f" ] || exit 0; g=$(cat "$f"); rm -f "$f"; kill -KILL -- "-$g" 2>/dev/null; exit 0',
+          'swerl',
+          id,
+        ],
+        AttachStdout: true,
+        AttachStderr: true,
+      });
+      const s = (await exec.start({ hijack: true, stdin: false })) as Duplex;
+      s.resume();
+      await new Promise<void>((res) => {
+        s.on('end', res);
+        s.on('close', res);
+        s.on('error', () => res());
+      });
+    } catch {
+      // the container is gone: so are its processes
+    }
+  }
+}
+
+function q(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+function pathEscape(path: string): SwerlError {
+  return new SwerlError(`${JSON.stringify(path)} resolves outside the sandbox workspace`, 'PATH_ESCAPE');
+}
