@@ -145,6 +145,34 @@ void LayerActivations::resize(const ModelConfig& c, size_t T) {
   act.resize(T * I);
 }
 
+namespace {
+void growVec(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
+// Per-thread scratch of the inference forward, grown and never shrunk: a step reuses memory
+// already faulted in instead of zero-filling fresh pages (for a shallow model, allocating the
+// activations cost as much as the step's arithmetic). Every buffer is written before it is read.
+struct ForwardScratch {
+  LayerActivations a;
+  std::vector<float> x, cosT, sinT, kbuf, vbuf;
+};
+thread_local ForwardScratch tScratch;
+}  // namespace
+
+void LayerActivations::growTo(const ModelConfig& c, size_t T) {
+  const size_t H = c.hidden, I = c.intermediate;
+  growVec(h1, T * H);
+  growVec(invRms1, T);
+  growVec(qkv, T * c.qkvDim());
+  growVec(att, T * c.qDim());
+  growVec(lse, T * c.heads);
+  growVec(h2, T * H);
+  growVec(invRms2, T);
+  growVec(gu, T * 2 * I);
+  growVec(act, T * I);
+}
+
 void Model::embed(const int32_t* tokens, size_t T, float* x) const {
   const size_t H = cfg_.hidden;
   for (size_t t = 0; t < T; ++t)
@@ -177,7 +205,10 @@ void Model::layerForward(int64_t l, float* x, size_t T, const int64_t* pos, cons
     const KvRows k{a.qkv.data() + qDim, qkvDim}, v{a.qkv.data() + qDim + kvDim, qkvDim};
     k_.causalAttention(a.qkv.data(), qkvDim, pos, T, &k, &v, nullptr, shape, a.att.data(), a.lse.data());
   } else {
-    std::vector<float> kbuf(T * kvDim), vbuf(T * kvDim);
+    std::vector<float>& kbuf = tScratch.kbuf;
+    std::vector<float>& vbuf = tScratch.vbuf;
+    growVec(kbuf, T * kvDim);
+    growVec(vbuf, T * kvDim);
     for (size_t t = 0; t < T; ++t) {
       std::memcpy(kbuf.data() + t * kvDim, a.qkv.data() + t * qkvDim + qDim, kvDim * sizeof(float));
       std::memcpy(vbuf.data() + t * kvDim, a.qkv.data() + t * qkvDim + qDim + kvDim, kvDim * sizeof(float));
@@ -205,11 +236,17 @@ void Model::layerForward(int64_t l, float* x, size_t T, const int64_t* pos, cons
 void Model::run(const int32_t* tokens, const int64_t* pos, size_t T, const Attn& attn, const int32_t* logitRows,
                 size_t numLogitRows, float* logits) const {
   const size_t H = cfg_.hidden, half = cfg_.headDim / 2;
-  std::vector<float> x(T * H), cosT(T * half), sinT(T * half);
+  ForwardScratch& s = tScratch;
+  growVec(s.x, T * H);
+  growVec(s.cosT, T * half);
+  growVec(s.sinT, T * half);
+  std::vector<float>& x = s.x;
+  std::vector<float>& cosT = s.cosT;
+  std::vector<float>& sinT = s.sinT;
   embed(tokens, T, x.data());
   k_.ropeTables(pos, T, cfg_.invFreq.data(), half, cfg_.ropeAttentionFactor, cosT.data(), sinT.data());
-  LayerActivations a;  // reused by every layer
-  a.resize(cfg_, T);
+  LayerActivations& a = s.a;  // reused by every layer
+  a.growTo(cfg_, T);
   for (int64_t l = 0; l < cfg_.layers; ++l) layerForward(l, x.data(), T, pos, cosT.data(), sinT.data(), attn, a);
   // The final norm and LM head, only for the rows that want logits.
   const float* rows = x.data();

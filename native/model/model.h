@@ -41,6 +41,8 @@ struct PagedBatch {
 struct LayerActivations {
   std::vector<float> xIn, h1, invRms1, qkv, att, lse, xMid, h2, invRms2, gu, act;
   void resize(const ModelConfig& c, size_t T);
+  /** Grows (never shrinks) every buffer resize() sizes to hold at least T tokens. */
+  void growTo(const ModelConfig& c, size_t T);
 };
 
 /** A training forward's saved state, for backward(). */

@@ -336,10 +336,6 @@ export class DockerSandbox implements Sandbox {
   }
 }
 
-function q(s: string): string {
-  return `'${s.replace(/'/g, `'\\''`)}'`;
-}
-
 function pathEscape(path: string): SwerlError {
   return new SwerlError(`${JSON.stringify(path)} resolves outside the sandbox workspace`, 'PATH_ESCAPE');
 }

@@ -23,7 +23,7 @@ function mulberry32(seed: number): () => number {
   };
 }
 
-/** The catalogue entry behind a mini-SWE task id. */
+/** The hand-written catalogue entry behind a mini-SWE task id (tasks from mutants have none). */
 export function taskBug(task: SweTask): { module: ModuleTemplate; mutation: Mutation } {
   const m = /^mini-swe__([a-z]+)-(.+)-\d+-\d+$/.exec(task.instance_id);
   const module = CATALOGUE.find((c) => c.name === m?.[1]);
@@ -36,19 +36,46 @@ function say(reason: string, command: string): string {
   return `DISCUSSION\n${reason}\n\n\`\`\`command\n${command}\n\`\`\``;
 }
 
-/** The lines to replace in the buggy file and the fixed lines (common prefix and suffix removed). */
-function lineFix(buggy: string, fixed: string): { start: number; end: number; lines: string[]; anchor: string } {
+/** The single-hunk change of a gold patch: its file and the fix as a line edit of the buggy file. */
+export function patchFix(
+  patch: string,
+  buggy: string,
+): { file: string; start: number; end: number; lines: string[]; anchor: string } {
+  const file = /^\+\+\+ b\/(.+)$/m.exec(patch)?.[1];
+  const hunk = /^@@ -(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@/m.exec(patch);
+  if (!file || !hunk) throw invalidArgument('patch', 'a unified diff with one hunk', patch.slice(0, 200));
+  const body = patch
+    .slice((hunk.index ?? 0) + hunk[0].length)
+    .split('\n')
+    .slice(1);
+  let line = Number(hunk[1]);
+  let start = -1;
+  let end = -1;
+  const added: string[] = [];
+  for (const l of body) {
+    if (l.startsWith('@@') || l.startsWith('diff --git')) break;
+    if (l.startsWith('-')) {
+      if (start < 0) start = line;
+      end = line;
+      line++;
+    } else if (l.startsWith('+')) {
+      if (start < 0) start = line;
+      added.push(l.slice(1));
+    } else if (l.startsWith(' ')) {
+      if (start >= 0) break; // the change is one contiguous run
+      line++;
+    }
+  }
+  if (start < 0) throw invalidArgument('patch', 'a diff that changes something', patch.slice(0, 200));
+  if (end < 0) end = start - 1; // a pure insertion before `start`
   const b = buggy.split('\n');
-  const f = fixed.split('\n');
-  let pre = 0;
-  while (pre < b.length && pre < f.length && b[pre] === f[pre]) pre++;
-  let suf = 0;
-  while (suf < b.length - pre && suf < f.length - pre && b[b.length - 1 - suf] === f[f.length - 1 - suf]) suf++;
-  const lines = f.slice(pre, f.length - suf);
-  const start = pre + 1;
-  const end = b.length - suf; // may be start - 1: an insertion
-  const anchorLine = (b[Math.min(pre, b.length - 1)] ?? '').trim() || (b[pre - 1] ?? '').trim();
-  return { start, end, lines, anchor: anchorLine.slice(0, 40) };
+  const anchorLine = (b[start - 1] ?? '').trim() || (b[start - 2] ?? '').trim();
+  return { file, start, end, lines: added, anchor: anchorLine.slice(0, 40) };
+}
+
+/** The first ```js block of an issue: its reproduction script. */
+function reproScript(statement: string): string | null {
+  return /```js\n([\s\S]*?)\n```/.exec(statement)?.[1] ?? null;
 }
 
 /** A policy that solves a generated mini-SWE task. noise in [0, 1] adds detours; seed makes them repeatable. */
@@ -56,13 +83,15 @@ export function expertPolicy(task: SweTask, o: { noise?: number; seed?: number }
   const noise = o.noise ?? 0;
   if (!(noise >= 0 && noise <= 1)) throw invalidArgument('noise', 'a number in [0, 1]', noise);
   const rng = mulberry32(o.seed ?? 1);
-  const { module, mutation } = taskBug(task);
-  const buggy = task.files?.[module.file];
-  if (buggy === undefined) throw invalidArgument('task', `a task whose files include ${module.file}`, task.instance_id);
-  const fix = lineFix(buggy, module.source);
-  const repro = `import { ${module.exports.join(', ')} } from './${module.file}';\nconsole.log(JSON.stringify(${mutation.repro}));`;
-  const others = Object.keys(task.files ?? {}).filter((f) => f.startsWith('src/') && f !== module.file);
-  const fn = module.exports.find((e) => mutation.repro.includes(e)) ?? module.exports[0] ?? module.name;
+  if (typeof task?.patch !== 'string' || !task.files) throw invalidArgument('task', 'a mini-SWE task', task);
+  const file = /^\+\+\+ b\/(.+)$/m.exec(task.patch)?.[1] ?? '';
+  const buggy = task.files[file];
+  if (buggy === undefined) throw invalidArgument('task', `a task whose files include ${file}`, task.instance_id);
+  const fix = patchFix(task.patch, buggy);
+  const repro = reproScript(task.problem_statement);
+  if (repro === null) throw invalidArgument('task', 'a task whose issue has a ```js reproduction', task.instance_id);
+  const others = Object.keys(task.files).filter((f) => f.startsWith('src/') && f !== file);
+  const module = { file };
   // The plan, in order; detours are spliced in by noise.
   const plan: string[] = [
     say(
@@ -70,7 +99,7 @@ export function expertPolicy(task: SweTask, o: { noise?: number; seed?: number }
       `cat > reproduce.mjs << 'EOF'\n${repro}\nEOF\nnode reproduce.mjs`,
     ),
     say(
-      `The output confirms the bug. Let me find ${fn} in ${module.file}.`,
+      `The output confirms the bug. Let me find the code involved in ${module.file}.`,
       `search_file "${fix.anchor.replace(/"/g, '\\"')}" ${module.file}`,
     ),
     say(`Let me open the file around that line.`, `open ${module.file} ${fix.start}`),
@@ -79,7 +108,7 @@ export function expertPolicy(task: SweTask, o: { noise?: number; seed?: number }
       `edit ${fix.start}:${fix.end} << 'EOF'\n${fix.lines.join('\n')}\nEOF`,
     ),
     say(`Let me check the reproduction again.`, 'node reproduce.mjs'),
-    say(`The output is now the expected ${mutation.expected}. Let me run the tests.`, 'node --test 2>&1 | tail -n 15'),
+    say(`The reproduction now gives the expected result. Let me run the tests.`, 'node --test 2>&1 | tail -n 15'),
     say(`The tests pass. I will remove the reproduction script and submit.`, 'rm reproduce.mjs'),
     say(`Submitting the fix.`, 'submit'),
   ];

@@ -1,12 +1,20 @@
 /**
  * generateMiniSweTasks (DESIGN.md section 6): bug-fix tasks in small JavaScript packages, for
  * the embedded default. Each task is one module of the catalogue with one injected bug, plus
- * `difficulty` correct distractor modules, with their node:test suites. Every task is validated by
- * running its tests: the clean repository passes them all, the buggy one fails at least one
- * (FAIL_TO_PASS) and passes the rest (PASS_TO_PASS). The issue text reports a reproduction and
- * its actual value, obtained by running it on the buggy code; it never quotes the line to fix.
- * The gold patch is the workspace diff that undoes the bug. Generation is deterministic by seed,
- * and the train and test splits use disjoint bugs.
+ * correct distractor modules, with their node:test suites. The bugs are the catalogue's
+ * hand-written ones (each with its own reproduction) and, from tier 1 up, every mutant of
+ * mutate.ts's operators that the module's tests kill (reproduced by the failing test's own code).
+ * Every task is validated by running its tests: the clean repository passes them all, the buggy
+ * one fails at least one (FAIL_TO_PASS) and passes the rest (PASS_TO_PASS). The issue text reports
+ * a reproduction and its actual result, obtained by running it on the buggy code; it never quotes
+ * the line to fix. The gold patch is the workspace diff that undoes the bug. Generation is
+ * deterministic by seed, and the train and test splits use disjoint bugs.
+ *
+ * Difficulty tiers:
+ * - 0: one module; hand-written single-token bugs (comparison flip, off-by-one, operator swap,
+ *   wrong constant);
+ * - 1: every bug kind, mutants included; one distractor module;
+ * - 2: two distractor modules; 3: three (every module of the catalogue).
  */
 import { createHash } from 'node:crypto';
 import { invalidArgument, SwerlError } from '../../errors.js';
@@ -14,12 +22,13 @@ import { runAllTests } from '../evaluate.js';
 import { LocalSandbox } from '../sandbox.js';
 import type { SweTask } from '../tasks.js';
 import { CATALOGUE, type ModuleTemplate, type Mutation } from './catalogue.js';
+import { type LineMutation, lineMutations, testScripts } from './mutate.js';
 
 /** Options of {@link generateMiniSweTasks}. */
 export interface MiniSweOptions {
   count: number;
   seed: number;
-  /** 0-3: the number of correct distractor modules beside the buggy one (default 1). */
+  /** 0-3: the tier (module docs): bug kinds and the number of distractor modules (default 1). */
   difficulty?: number;
   /** Which bugs: 'train' (about three quarters of the catalogue) or 'test' (the rest). Default 'train'. */
   split?: 'train' | 'test';
@@ -98,6 +107,77 @@ function issueText(m: ModuleTemplate, mut: Mutation, actual: string): string {
   ].join('\n');
 }
 
+/** Bug kinds of tier 0: a single token changes. */
+const TIER0_KINDS = new Set(['comparison-flip', 'off-by-one', 'operator-swap', 'wrong-constant']);
+
+type Candidate = { m: ModuleTemplate; x: Mutation; auto?: undefined } | { m: ModuleTemplate; auto: LineMutation };
+
+/** The bugs of a split and tier, in a fixed order. */
+function candidates(split: 'train' | 'test', difficulty: number): Candidate[] {
+  const out: Candidate[] = [];
+  for (const m of CATALOGUE) {
+    for (const x of m.mutations) {
+      if (bugSplit(m.name, x.id) !== split) continue;
+      if (difficulty === 0 && !TIER0_KINDS.has(x.kind)) continue;
+      out.push({ m, x });
+    }
+    if (difficulty === 0) continue;
+    const handWritten = new Set(m.mutations.map((x) => m.source.replace(x.find, x.replace)));
+    for (const auto of lineMutations(m.source)) {
+      if (bugSplit(m.name, auto.id) !== split) continue;
+      if (handWritten.has(m.source.replace(auto.find, auto.replace))) continue; // the same bug, hand-written
+      out.push({ m, auto });
+    }
+  }
+  return out;
+}
+
+/** Runs a script at the repository root: its exit code and output. */
+async function runScript(files: Record<string, string>, script: string): Promise<{ ok: boolean; output: string }> {
+  const sb = await LocalSandbox.create({ files, timeoutMs: 20_000 });
+  try {
+    await sb.writeFile('.swerl-repro.mjs', script);
+    const r = await sb.exec('node .swerl-repro.mjs');
+    return { ok: r.exitCode === 0, output: r.output };
+  } finally {
+    await sb.close();
+  }
+}
+
+/** The error a failing check reports: its message, without node's source excerpt and stack. */
+function errorReport(output: string): string {
+  const lines = output.split('\n');
+  const first = lines.findIndex((l) => /^[A-Za-z]*Error\b/.test(l));
+  if (first < 0) return lines.slice(-8).join('\n').trim();
+  const end = lines.findIndex((l, k) => k > first && /^\s+at /.test(l));
+  return lines
+    .slice(first, end < 0 ? first + 12 : end)
+    .join('\n')
+    .trim()
+    .slice(0, 800);
+}
+
+function autoIssueText(m: ModuleTemplate, testName: string, script: string, error: string): string {
+  const [suite, name] = testName.includes(' > ') ? testName.split(' > ', 2) : [m.name, testName];
+  return [
+    `### \`${suite}\`: ${name} is broken`,
+    '',
+    `This check, taken from the test suite (\`${m.testFile}\`), fails on the current code:`,
+    '',
+    '```js',
+    script,
+    '```',
+    '',
+    'Running it with `node` fails with:',
+    '',
+    '```',
+    error,
+    '```',
+    '',
+    'Expected: the check passes, as it did before.',
+  ].join('\n');
+}
+
 /** Generates `count` validated mini-SWE tasks (deterministic by seed). */
 export async function generateMiniSweTasks(o: MiniSweOptions): Promise<SweTask[]> {
   if (typeof o !== 'object' || o === null) throw invalidArgument('options', 'an object', o);
@@ -108,47 +188,76 @@ export async function generateMiniSweTasks(o: MiniSweOptions): Promise<SweTask[]
     throw invalidArgument('difficulty', 'an integer in [0, 3]', difficulty);
   const split = o.split ?? 'train';
   if (split !== 'train' && split !== 'test') throw invalidArgument('split', "'train' or 'test'", split);
-  const bugs = CATALOGUE.flatMap((m) =>
-    m.mutations.filter((x) => bugSplit(m.name, x.id) === split).map((x) => ({ m, x })),
-  );
+  const pool = candidates(split, difficulty);
+  const dead = new Set<string>(); // mutants no test kills (or whose check does not show the bug)
   const rng = mulberry32(o.seed);
   const tasks: SweTask[] = [];
   for (let i = 0; i < o.count; i++) {
-    const { m, x } = bugs[Math.floor(rng() * bugs.length)] as { m: ModuleTemplate; x: Mutation };
-    const others = CATALOGUE.filter((c) => c !== m);
-    const distractors: ModuleTemplate[] = [];
-    while (distractors.length < Math.min(difficulty, others.length)) {
-      const d = others[Math.floor(rng() * others.length)] as ModuleTemplate;
-      if (!distractors.includes(d)) distractors.push(d);
+    let task: SweTask | null = null;
+    for (let attempt = 0; task === null; attempt++) {
+      if (attempt >= 200 || dead.size >= pool.length)
+        throw new SwerlError('mini-SWE: no bug of this split and tier survives validation', 'INTERNAL');
+      const c = pool[Math.floor(rng() * pool.length)] as Candidate;
+      const others = CATALOGUE.filter((x) => x !== c.m);
+      const distractors: ModuleTemplate[] = [];
+      while (distractors.length < Math.min(difficulty, others.length)) {
+        const d = others[Math.floor(rng() * others.length)] as ModuleTemplate;
+        if (!distractors.includes(d)) distractors.push(d);
+      }
+      const id = `${c.m.name}-${c.auto ? c.auto.id : c.x.id}`;
+      if (dead.has(id)) continue;
+      task = await makeTask(c, distractors, `mini-swe__${id}-${o.seed}-${i}`);
+      if (task === null) dead.add(id);
     }
-    const modules = [m, ...distractors].sort((a, b) => a.name.localeCompare(b.name));
-    const name = `mini-${modules.map((mm) => mm.name).join('-')}`;
-    const clean = repoFiles(modules, name);
-    if (m.source.split(x.find).length !== 2)
-      throw new SwerlError(`catalogue: ${m.name}/${x.id} does not occur exactly once`, 'INTERNAL');
-    const buggy = { ...clean, [m.file]: m.source.replace(x.find, x.replace) };
-    const [before, after] = await Promise.all([runAllTests(clean), runAllTests(buggy)]);
-    const ids = Object.keys(before);
-    const failToPass = ids.filter((id) => after[id] !== 'pass').sort();
-    const passToPass = ids.filter((id) => after[id] === 'pass').sort();
-    if (ids.length === 0 || ids.some((id) => before[id] !== 'pass') || failToPass.length === 0)
-      throw new SwerlError(
-        `mini-SWE task ${m.name}/${x.id} failed validation: clean tests must all pass and the bug must fail one`,
-        'INTERNAL',
-      );
-    const actual = await evaluateRepro(buggy, m, x);
-    if (actual === x.expected)
-      throw new SwerlError(`mini-SWE task ${m.name}/${x.id}: the reproduction does not show the bug`, 'INTERNAL');
-    tasks.push({
-      instance_id: `mini-swe__${m.name}-${x.id}-${o.seed}-${i}`,
-      repo: `mini-swe/${name}`,
-      problem_statement: issueText(m, x, actual),
-      patch: await goldPatch(buggy, m.file, m.source),
-      test_patch: '',
-      FAIL_TO_PASS: failToPass,
-      PASS_TO_PASS: passToPass,
-      files: buggy,
-    });
+    tasks.push(task);
   }
   return tasks;
+}
+
+/** One validated task, or null for a mutant that no test kills. */
+async function makeTask(c: Candidate, distractors: ModuleTemplate[], instanceId: string): Promise<SweTask | null> {
+  const m = c.m;
+  const find = c.auto ? c.auto.find : c.x.find;
+  const replace = c.auto ? c.auto.replace : c.x.replace;
+  const modules = [m, ...distractors].sort((a, b) => a.name.localeCompare(b.name));
+  const name = `mini-${modules.map((mm) => mm.name).join('-')}`;
+  const clean = repoFiles(modules, name);
+  if (m.source.split(find).length !== 2)
+    throw new SwerlError(`catalogue: ${instanceId} does not occur exactly once`, 'INTERNAL');
+  const buggy = { ...clean, [m.file]: m.source.replace(find, replace) };
+  const [before, after] = await Promise.all([runAllTests(clean), runAllTests(buggy)]);
+  const ids = Object.keys(before);
+  const failToPass = ids.filter((id) => after[id] !== 'pass').sort();
+  const passToPass = ids.filter((id) => after[id] === 'pass').sort();
+  if (ids.length === 0 || ids.some((id) => before[id] !== 'pass'))
+    throw new SwerlError(`mini-SWE task ${instanceId}: the clean repository fails its tests`, 'INTERNAL');
+  let statement: string;
+  if (c.auto) {
+    if (failToPass.length === 0) return null;
+    const scripts = testScripts(m.tests);
+    const failing = failToPass.find((id) => id.startsWith(`${m.testFile}::`));
+    const testName = failing?.slice(m.testFile.length + 2);
+    const script = testName === undefined ? undefined : scripts.get(testName);
+    if (testName === undefined || script === undefined) return null;
+    const run = await runScript(buggy, script);
+    if (run.ok) return null;
+    statement = autoIssueText(m, testName, script, errorReport(run.output));
+  } else {
+    if (failToPass.length === 0)
+      throw new SwerlError(`mini-SWE task ${instanceId} failed validation: no test fails with the bug`, 'INTERNAL');
+    const actual = await evaluateRepro(buggy, m, c.x);
+    if (actual === c.x.expected)
+      throw new SwerlError(`mini-SWE task ${instanceId}: the reproduction does not show the bug`, 'INTERNAL');
+    statement = issueText(m, c.x, actual);
+  }
+  return {
+    instance_id: instanceId,
+    repo: `mini-swe/${name}`,
+    problem_statement: statement,
+    patch: await goldPatch(buggy, m.file, m.source),
+    test_patch: '',
+    FAIL_TO_PASS: failToPass,
+    PASS_TO_PASS: passToPass,
+    files: buggy,
+  };
 }

@@ -1,0 +1,145 @@
+/**
+ * Mutation operators over a module's source, as mutation-testing tools define them: every site in
+ * a function body where one realistic single-line bug can be injected (comparison flip, operator
+ * swap, off-by-one on an integer literal, dropped negation, logical swap, wrong constant). They
+ * widen the hand-written catalogue to every line of every module; generation keeps only the
+ * mutants that some test kills (a FAIL_TO_PASS exists) and whose reproduction shows the bug.
+ */
+import type { Mutation } from './catalogue.js';
+
+/** A mutant of one source line: the hand-written catalogue's shape, with a line number. */
+export interface LineMutation {
+  id: string;
+  kind: Mutation['kind'] | 'logical-swap';
+  /** 1-based line in the module source. */
+  line: number;
+  find: string;
+  replace: string;
+}
+
+interface Operator {
+  kind: LineMutation['kind'];
+  /** Matches one site; group 1 is the text replaced. */
+  re: RegExp;
+  swap: (s: string) => string | null;
+}
+
+const COMPARISONS: Record<string, string> = { '<=': '<', '<': '<=', '>=': '>', '>': '>=', '===': '!==', '!==': '===' };
+const ARITHMETIC: Record<string, string> = { '+': '-', '-': '+', '*': '/', '/': '*' };
+
+const OPERATORS: Operator[] = [
+  // Spaced binary comparisons only (not arrows, generics or `=>`).
+  { kind: 'comparison-flip', re: / (<=|>=|===|!==|<|>) /g, swap: (s) => COMPARISONS[s] ?? null },
+  { kind: 'operator-swap', re: / ([+\-*/]) /g, swap: (s) => ARITHMETIC[s] ?? null },
+  { kind: 'logical-swap', re: / (&&|\|\|) /g, swap: (s) => (s === '&&' ? '||' : '&&') },
+  // An integer literal in an expression: off by one.
+  {
+    kind: 'off-by-one',
+    re: /(?<![\w.$'"`])(\d+)(?![\w.'"`])/g,
+    swap: (s) => (Number(s) > 1000 ? null : String(Number(s) + 1)),
+  },
+  { kind: 'dropped-negation', re: /(?<![\w)\]!])(!)(?=[\w(])/g, swap: () => '' },
+  { kind: 'wrong-constant', re: /\b(Math\.(?:ceil|floor|min|max))\b/g, swap: (s) => WRONG_MATH[s] ?? null },
+];
+
+const WRONG_MATH: Record<string, string> = {
+  'Math.ceil': 'Math.floor',
+  'Math.floor': 'Math.ceil',
+  'Math.min': 'Math.max',
+  'Math.max': 'Math.min',
+};
+
+/** Lines that are code inside a function body (not comments, imports, exports or strings only). */
+function mutableLine(text: string): boolean {
+  const t = text.trim();
+  if (t === '' || t.startsWith('//') || t.startsWith('/*') || t.startsWith('*') || t.startsWith('import '))
+    return false;
+  if (t.startsWith('export function') || t.startsWith('function') || t === '}' || t === '{') return false;
+  if (t.startsWith('throw ') || text.includes('(/')) return false; // regex literals are not arithmetic
+  return /^\s{2,}/.test(text); // indented: inside a body
+}
+
+/** Every single-site mutant of `source`, in line order. Each `find` occurs exactly once in it. */
+export function lineMutations(source: string): LineMutation[] {
+  const lines = source.split('\n');
+  const out: LineMutation[] = [];
+  lines.forEach((text, i) => {
+    if (!mutableLine(text)) return;
+    if (source.split(`${text}\n`).length !== 2) return; // the line must be unique to be found
+    // Text inside string literals is not code.
+    const code = text.replace(/'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`(?:[^`\\]|\\.)*`/g, (m) => ' '.repeat(m.length));
+    for (const op of OPERATORS) {
+      op.re.lastIndex = 0;
+      for (let m = op.re.exec(code); m !== null; m = op.re.exec(code)) {
+        const site = m[1] ?? '';
+        const at = m.index + m[0].indexOf(site);
+        const repl = op.swap(site);
+        if (repl === null) continue;
+        const mutated = text.slice(0, at) + repl + text.slice(at + site.length);
+        if (mutated === text) continue;
+        out.push({
+          id: `${op.kind}-l${i + 1}-c${at + 1}`,
+          kind: op.kind,
+          line: i + 1,
+          find: `${text}\n`,
+          replace: `${mutated}\n`,
+        });
+      }
+    }
+    // A guard or an update statement on its own line: dropped (a missing branch).
+    if (/^\s+(if \(.*\) .*;|[\w.]+ (\+|-|\*)?= .*;)$/.test(text) && !/^\s+(const|let|var) /.test(text))
+      out.push({ id: `missing-branch-l${i + 1}`, kind: 'missing-branch', line: i + 1, find: `${text}\n`, replace: '' });
+  });
+  return out;
+}
+
+/** A test's code as a standalone script run from the repository root; key `suite > name`. */
+export function testScripts(testSource: string): Map<string, string> {
+  const lines = testSource.split('\n');
+  const imports: string[] = [];
+  const globals: string[] = [];
+  let suite = '';
+  let suiteSetup: string[] = [];
+  const out = new Map<string, string>();
+  const emit = (name: string, body: string[]) =>
+    out.set(suite ? `${suite} > ${name}` : name, [...imports, ...globals, ...suiteSetup, ...body].join('\n'));
+  for (let i = 0; i < lines.length; i++) {
+    const l = lines[i] ?? '';
+    if (l.startsWith('import ')) {
+      if (!l.includes("'node:test'")) imports.push(l.replace(/'\.\.\/src\//g, "'./src/"));
+      continue;
+    }
+    if (/^(const|let) /.test(l)) {
+      globals.push(l);
+      continue;
+    }
+    const d = /^describe\('((?:[^'\\]|\\.)*)', \(\) => \{$/.exec(l);
+    if (d) {
+      suite = d[1] ?? '';
+      suiteSetup = [];
+      continue;
+    }
+    if (l === '});') {
+      suite = ''; // the describe block ended
+      suiteSetup = [];
+      continue;
+    }
+    if (suite !== '' && /^ {2}const /.test(l)) {
+      suiteSetup.push(l.trim());
+      continue;
+    }
+    const one = /^\s*test\('((?:[^'\\]|\\.)*)', \(\) => (.*)\);$/.exec(l);
+    if (one && !(one[2] ?? '').endsWith('{')) {
+      emit(one[1] ?? '', [`${one[2]};`]);
+      continue;
+    }
+    const multi = /^(\s*)test\('((?:[^'\\]|\\.)*)', \(\) => \{$/.exec(l);
+    if (multi) {
+      const indent = multi[1] ?? '';
+      const body: string[] = [];
+      for (i++; i < lines.length && lines[i] !== `${indent}});`; i++) body.push((lines[i] ?? '').trim());
+      emit(multi[2] ?? '', body);
+    }
+  }
+  return out;
+}

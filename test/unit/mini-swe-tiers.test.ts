@@ -1,0 +1,96 @@
+/**
+ * The mini-SWE bug sources and tiers: mutation operators give unique, compilable single-line
+ * mutants; the test-derived reproductions are keyed exactly like the test ids the reporter
+ * prints; tiers set the bug kinds and the number of modules; the expert solves mutant tasks.
+ */
+import { describe, expect, it } from 'vitest';
+import { CATALOGUE } from '../../src/env/mini-swe/catalogue.js';
+import { lineMutations, testScripts } from '../../src/env/mini-swe/mutate.js';
+import {
+  evaluatePatch,
+  expertPolicy,
+  generateMiniSweTasks,
+  isolationAvailable,
+  LocalSandbox,
+  runAllTests,
+  runEpisode,
+} from '../../src/index.js';
+
+const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
+
+describe('mutation operators', () => {
+  it('give single-line mutants that occur once and change the source', () => {
+    let total = 0;
+    for (const m of CATALOGUE) {
+      const ms = lineMutations(m.source);
+      total += ms.length;
+      expect(new Set(ms.map((x) => x.id)).size).toBe(ms.length);
+      for (const x of ms) {
+        expect(m.source.split(x.find).length, x.id).toBe(2);
+        expect(x.replace).not.toBe(x.find);
+        expect(x.find.split('\n').length).toBe(2); // one line
+        // Mutants never touch comments or string contents.
+        expect(x.find.trim().startsWith('/**') || x.find.trim().startsWith('//')).toBe(false);
+      }
+      const kinds = new Set(ms.map((x) => x.kind));
+      expect(kinds.size).toBeGreaterThanOrEqual(3);
+    }
+    expect(total).toBeGreaterThan(60);
+  });
+
+  it('operators keep string literals intact', () => {
+    const src = "export function f(a) {\n  return a + ' - ' + (a < 3 ? 'x<y' : 'z');\n}\n";
+    const ms = lineMutations(src);
+    expect(ms.map((x) => x.replace.trim())).toEqual(
+      expect.arrayContaining([
+        "return a - ' - ' + (a < 3 ? 'x<y' : 'z');",
+        "return a + ' - ' + (a <= 3 ? 'x<y' : 'z');",
+      ]),
+    );
+    for (const x of ms) expect(x.replace).toContain("' - '");
+  });
+});
+
+describe.skipIf(!canSandbox)('test-derived reproductions and tiers', () => {
+  it('testScripts covers every test id the reporter prints, and each script passes on clean code', async () => {
+    for (const m of CATALOGUE) {
+      const files = { 'package.json': '{"type":"module"}\n', [m.file]: m.source, [m.testFile]: m.tests };
+      const ids = Object.keys(await runAllTests(files)).map((id) => id.slice(m.testFile.length + 2));
+      const scripts = testScripts(m.tests);
+      expect([...scripts.keys()].sort()).toEqual(ids.sort());
+      if (m !== CATALOGUE[CATALOGUE.length - 1]) continue;
+      // The scripts of one module, run as standalone programs on the clean code.
+      const sb = await LocalSandbox.create({ files });
+      try {
+        for (const [name, script] of scripts) {
+          await sb.writeFile('check.mjs', script);
+          const r = await sb.exec('node check.mjs');
+          expect(r.exitCode, `${name}: ${r.output}`).toBe(0);
+        }
+      } finally {
+        await sb.close();
+      }
+    }
+  }, 60_000);
+
+  it('tier 0 is one module with single-token bugs; tier 3 has every module; the expert solves mutant tasks', async () => {
+    const easy = await generateMiniSweTasks({ count: 3, seed: 4, difficulty: 0 });
+    for (const t of easy) {
+      expect(Object.keys(t.files ?? {}).filter((f) => f.startsWith('src/')).length).toBe(1);
+      expect(t.instance_id).not.toMatch(/-l\d+-/); // hand-written bugs only
+    }
+    const hard = await generateMiniSweTasks({ count: 2, seed: 8, difficulty: 3 });
+    for (const t of hard)
+      expect(Object.keys(t.files ?? {}).filter((f) => f.startsWith('src/')).length).toBe(CATALOGUE.length);
+    // Mutant tasks (ids carry the line) exist at tier 1, and the expert solves them.
+    const mixed = await generateMiniSweTasks({ count: 6, seed: 11, difficulty: 1 });
+    const mutants = mixed.filter((t) => /-l\d+-/.test(t.instance_id));
+    expect(mutants.length).toBeGreaterThan(0);
+    for (const t of mutants.slice(0, 2)) {
+      expect(t.problem_statement).toContain('```js');
+      const tr = await runEpisode({ task: t, policy: expertPolicy(t) });
+      expect(tr.finishReason).toBe('submit');
+      expect((await evaluatePatch(t, tr.patch)).resolved, t.instance_id).toBe(true);
+    }
+  }, 180_000);
+});
