@@ -2,9 +2,18 @@
  * The environment suite: env.sandbox.exec_per_s, LocalSandbox create + exec('true') + close cycles
  * per second (sequential; the isolation 'auto' picks), beside a plain child_process spawn of the
  * same command (no workspace, no isolation); and, in meta, execs per second in one open sandbox.
+ * env.evaluate.tasks_per_s: gold-patch evaluations of mini-SWE tasks per second through
+ * evaluatePatches (a piscina pool, one worker per core), beside the same evaluations run one
+ * after another with evaluatePatch.
  */
 import { spawn } from 'node:child_process';
-import { LocalSandbox } from '../dist/index.js';
+import {
+  closeEvaluationPool,
+  evaluatePatch,
+  evaluatePatches,
+  generateMiniSweTasks,
+  LocalSandbox,
+} from '../dist/index.js';
 import { progress } from './lib.mjs';
 
 /** @param {import('./sample.mjs').SuiteContext} ctx */
@@ -43,10 +52,38 @@ export async function envSuite(ctx) {
   for (let i = 0; i < cycles; i++) await sb.exec('true');
   const execRate = cycles / ((performance.now() - t0) / 1000);
   await sb.close();
+  await evaluateRecord(ctx, meta);
   meta.sandbox = {
     isolation,
     cycles,
     execsPerSecondInOneSandbox: execRate,
     note: "a cycle creates a workspace (two git repositories: the agent's and the host's metadata), runs one command under prlimit + bwrap, and removes everything",
   };
+}
+
+/**
+ * @param {import('./sample.mjs').SuiteContext} ctx
+ * @param {Record<string, unknown>} meta
+ */
+async function evaluateRecord(ctx, meta) {
+  const n = ctx.quick ? 4 : 12;
+  progress(`env.evaluate.tasks_per_s: generating ${n} mini-SWE tasks`);
+  const tasks = await generateMiniSweTasks({ count: n, seed: 101, difficulty: 1 });
+  progress(`env.evaluate.tasks_per_s: ${n} gold-patch evaluations, one after another`);
+  let t0 = performance.now();
+  for (const t of tasks) await evaluatePatch(t, t.patch);
+  const sequential = n / ((performance.now() - t0) / 1000);
+  progress(`env.evaluate.tasks_per_s: ${n} gold-patch evaluations on the worker pool`);
+  await evaluatePatches([{ task: tasks[0], patch: tasks[0].patch }]); // starts the workers
+  t0 = performance.now();
+  const out = await evaluatePatches(tasks.map((t) => ({ task: t, patch: t.patch })));
+  const pooled = n / ((performance.now() - t0) / 1000);
+  await closeEvaluationPool();
+  ctx.report.add({
+    name: 'env.evaluate.tasks_per_s',
+    value: pooled,
+    unit: 'tasks/s',
+    baseline: { name: 'evaluatePatch one task after another', value: sequential },
+  });
+  meta.evaluate = { tasks: n, resolved: out.filter((e) => e.resolved).length, sequentialTasksPerSecond: sequential };
 }
