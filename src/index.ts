@@ -58,6 +58,22 @@ export {
   type TrainSequence,
 } from './model/model.js';
 export { EMBEDDED_MODEL_CONFIG, QWEN2_5_0_5B_CONFIG } from './model/presets.js';
+export {
+  type RolloutRecord,
+  type RolloutTurn,
+  readRollouts,
+  writeRollouts,
+} from './rollout/record.js';
+export { type RolloutOptions, runRollouts } from './rollout/rollouts.js';
+export {
+  type AdvantageEstimator,
+  groupAdvantages,
+  lossMask,
+  type PolicyBatch,
+  type PolicySampleOptions,
+  policySamples,
+  rftSamples,
+} from './rollout/samples.js';
 export { type SampleResult, type SamplingParams, sample, sampleAsync } from './sample.js';
 export { type OpenAiServer, type OpenAiServerOptions, startOpenAiServer } from './serve/openai-server.js';
 export { CHATML_SPECIAL_TOKENS, CHATML_TEMPLATE, type ChatMessage, Tokenizer } from './tokenizer/tokenizer.js';
@@ -85,3 +101,11 @@ export {
   sftLoss,
   sftLossFused,
 } from './train/losses.js';
+export {
+  microBatches,
+  type PolicySample,
+  type StepMetrics,
+  Trainer,
+  type TrainerOptions,
+  type TrainSample,
+} from './train/trainer.js';

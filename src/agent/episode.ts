@@ -43,7 +43,7 @@ export interface Trajectory {
   turns: Turn[];
   /** The submitted diff ('' unless the agent submitted). */
   patch: string;
-  finishReason: 'submit' | 'max_turns' | 'max_context';
+  finishReason: 'submit' | 'max_turns' | 'max_context' | 'timeout';
 }
 
 /** Options of {@link runEpisode}. */
@@ -61,6 +61,8 @@ export interface EpisodeOptions {
   format?: ActionFormat;
   /** Per-command timeout (default 60 s). */
   commandTimeoutMs?: number;
+  /** Ends the episode (finishReason 'timeout') when aborted: checked before each turn. */
+  signal?: AbortSignal;
   /** LocalSandbox options (the default), or `{ kind: 'docker', ...DockerSandboxOptions }`. */
   sandbox?: Omit<SandboxOptions, 'files'> | ({ kind: 'docker' } & Omit<DockerSandboxOptions, 'files'>);
 }
@@ -95,6 +97,10 @@ export async function runEpisode(o: EpisodeOptions): Promise<Trajectory> {
     let finishReason: Trajectory['finishReason'] = 'max_turns';
     let patch = '';
     while (turns.length < maxTurns) {
+      if (o.signal?.aborted) {
+        finishReason = 'timeout';
+        break;
+      }
       const action = await o.policy(messages.map((m) => ({ ...m })));
       messages.push({ role: 'assistant', content: action });
       const parsed = parseAction(action, format);

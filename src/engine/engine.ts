@@ -172,6 +172,13 @@ export class Engine {
     if (state.closed) throw invalidArgument('session', 'an open session', 'a closed one');
     if (state.busy) throw invalidArgument('session', 'idle (await its previous generate first)', 'busy');
     const append = this.#checkTokens('append', r?.append, state.tokens.length === 0 ? 1 : 0);
+    if (r?.maxTokens === 0 && append.length === 0 && state.computed === state.tokens.length)
+      return Promise.resolve({
+        tokens: new Int32Array(0),
+        logprobs: new Float32Array(0),
+        finishReason: 'length',
+        cachedTokens: 0,
+      }); // nothing to prefill
     state.tokens.push(...append);
     state.busy = true;
     this.#idle.delete(state);
@@ -215,7 +222,9 @@ export class Engine {
   }
 
   #submit(state: SessionState, session: boolean, r: GenerateRequest): Promise<Generation> {
-    const maxTokens = checkInteger('maxTokens', r.maxTokens, 1, 1 << 30);
+    // 0 (sessions only): compute the appended tokens' KV and generate nothing, e.g. a prompt
+    // that G forks then share.
+    const maxTokens = checkInteger('maxTokens', r.maxTokens, session ? 0 : 1, 1 << 30);
     const stop = new Set<number>((r.stop ?? []).map((x, i) => checkInteger(`stop[${i}]`, x, 0)));
     const sampling = { ...(r.sampling ?? {}) };
     const seed = sampling.seed ?? randomInt(2 ** 48 - 1);
@@ -353,7 +362,10 @@ export class Engine {
       if (decode) this.#stats.decodeTokens += 1;
       else this.#stats.prefillTokens += b.to - b.from;
       st.computed = b.to;
-      if (st.computed === st.tokens.length && !b.req.aborted) toSample.push({ req: b.req, row: i });
+      if (st.computed === st.tokens.length && !b.req.aborted) {
+        if (b.req.maxTokens === 0) this.#finishRunning(b.req, 'length');
+        else toSample.push({ req: b.req, row: i });
+      }
     });
     if (toSample.length > 0) {
       const rows = new Float32Array(toSample.length * V);

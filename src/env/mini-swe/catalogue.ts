@@ -385,6 +385,7 @@ describe('Cart', () => {
     c.add('apple', 2);
     c.remove('apple', 2);
     assert.equal(c.count(), 0);
+    assert.deepEqual([...c.lines.keys()], []);
   });
   test('rejects unknown items', () => assert.throws(() => new Cart(prices).add('kiwi')));
   test('totals in cents', () => {

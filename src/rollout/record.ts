@@ -1,0 +1,68 @@
+/**
+ * The rollout record: one episode as the engine saw it, token by token, with everything the
+ * trainer needs (assistant mask, the engine's logprobs, turn spans and format errors) and the
+ * reward. Rollout files are msgpack streams of these records (msgpackr keeps the typed arrays).
+ */
+import { createReadStream } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { Packr, UnpackrStream } from 'msgpackr';
+import { SwerlError } from '../errors.js';
+
+/** One turn's generated span and what became of it. */
+export interface RolloutTurn {
+  /** tokens[start, end) are the policy's response (its closing <|im_end|> included when generated). */
+  start: number;
+  end: number;
+  /** 'cannot extract command' | 'multiple commands extracted', or null. */
+  formatError: string | null;
+  command: string | null;
+  exitCode: number | null;
+}
+
+/** One episode, in the rollout format. */
+export interface RolloutRecord {
+  instance_id: string;
+  /** Index of this sample within its task's group. */
+  sample: number;
+  /** The conversation's tokens as the engine saw them: prompts, responses and observations. */
+  tokens: Int32Array;
+  /** 1 on tokens the policy generated. */
+  assistantMask: Uint8Array;
+  /** The engine's logprob of each generated token (0 elsewhere). */
+  logprobs: Float32Array;
+  turns: RolloutTurn[];
+  patch: string;
+  finishReason: 'submit' | 'max_turns' | 'max_context' | 'timeout';
+  resolved: boolean;
+  /** resolved (1/0) plus the turn penalty. */
+  reward: number;
+  timings: { wallMs: number; generateMs: number; toolMs: number; evaluateMs: number };
+}
+
+const packr = new Packr({ moreTypes: true, useRecords: false });
+
+/** Writes records to a rollout file (a msgpack stream), atomically. */
+export async function writeRollouts(path: string, records: RolloutRecord[]): Promise<void> {
+  const tmp = `${path}.tmp-${process.pid}`;
+  await writeFile(tmp, Buffer.concat(records.map((r) => packr.pack(r))));
+  const { rename } = await import('node:fs/promises');
+  await rename(tmp, path);
+}
+
+/** Reads a rollout file. */
+export async function readRollouts(path: string): Promise<RolloutRecord[]> {
+  const out: RolloutRecord[] = [];
+  await new Promise<void>((resolve, reject) => {
+    const stream = createReadStream(path).on('error', (e) =>
+      reject(new SwerlError(`cannot read rollouts ${path}: ${e.message}`, 'IO_ERROR')),
+    );
+    const unpack = new UnpackrStream({ moreTypes: true, useRecords: false });
+    unpack.on('data', (r: RolloutRecord) => out.push(r));
+    unpack.on('end', () => resolve());
+    unpack.on('error', (e: Error) =>
+      reject(new SwerlError(`corrupt rollout file ${path}: ${e.message}`, 'CORRUPT_FILE')),
+    );
+    stream.pipe(unpack);
+  });
+  return out;
+}

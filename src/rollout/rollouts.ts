@@ -1,0 +1,243 @@
+/**
+ * The rollout coordinator: many agent episodes at once over one engine. Each episode is the
+ * scaffold's loop (runEpisode) with a policy that lives in an engine session: the conversation is
+ * rendered in ChatML a delta at a time (only the new observation is appended and prefilled; the
+ * KV of everything before stays in the session), responses are generated up to <|im_end|>, and
+ * the session's tokens, the generated spans and the engine's logprobs become the rollout record.
+ * The G samples of a task fork one session that holds the prompt, so it is prefilled once.
+ * Commands run in sandboxes while other episodes generate; rewards are evaluated on the piscina
+ * pool (evaluatePatches) as episodes finish.
+ */
+
+import { type EpisodeOptions, episodeReward, runEpisode } from '../agent/episode.js';
+import type { ActionFormat, AgentMessage } from '../agent/scaffold.js';
+import type { Engine, GenerateRequest, Generation } from '../engine/engine.js';
+import { evaluatePatches } from '../env/evaluate-pool.js';
+import type { SweTask } from '../env/tasks.js';
+import { invalidArgument } from '../errors.js';
+import type { SamplingParams } from '../sample.js';
+import type { Tokenizer } from '../tokenizer/tokenizer.js';
+import { checkInteger } from '../validate.js';
+import type { RolloutRecord, RolloutTurn } from './record.js';
+
+/** What the coordinator needs of a session (Session and RemoteSession have it). */
+interface SessionLike {
+  generate(r: GenerateRequest & { append: ArrayLike<number> }): Promise<Generation>;
+  fork(): SessionLike;
+  close(): void;
+}
+
+/** Options of {@link runRollouts}. */
+export interface RolloutOptions {
+  engine: Pick<Engine, 'openSession'> | { openSession(): SessionLike };
+  tokenizer: Tokenizer;
+  tasks: SweTask[];
+  /** Samples per task (G; default 1). Records come task by task, samples in order. */
+  samplesPerTask?: number;
+  /** Default temperature 1, no filters (what RL needs). The seed is set per sample. */
+  sampling?: Omit<SamplingParams, 'seed'>;
+  /** Base seed: sample j of task i uses seed + i·G + j (default 0). */
+  seed?: number;
+  maxTurns?: number;
+  /** Tokens generated per turn at most (default 512). */
+  maxTokensPerTurn?: number;
+  /** Tokens in the whole conversation at most (default 8192). */
+  maxContextTokens?: number;
+  /** Wall time per episode (default 10 minutes); the episode ends with finishReason 'timeout'. */
+  episodeTimeoutMs?: number;
+  commandTimeoutMs?: number;
+  maxObservationChars?: number;
+  /** Episodes in flight (default 16). */
+  concurrency?: number;
+  sandbox?: EpisodeOptions['sandbox'];
+  format?: ActionFormat;
+  /** The turn penalty's threshold (default 10; reference/paper.md section 2.4). */
+  turnPenaltyThreshold?: number;
+  /** Called as each episode's record is complete (progress bars). */
+  onRecord?: (r: RolloutRecord) => void;
+}
+
+function chatml(role: string, content: string): string {
+  return `<|im_start|>${role}\n${content}<|im_end|>\n`;
+}
+
+/** One task's group: the session holding the prompt, prefilled once, that samples fork. */
+class PromptGroup {
+  #parent: Promise<{ session: SessionLike; text: string; tokens: Int32Array }> | null = null;
+  #left: number;
+  constructor(
+    private readonly open: () => SessionLike,
+    private readonly tokenizer: Tokenizer,
+    samples: number,
+  ) {
+    this.#left = samples;
+  }
+
+  /** A session holding all of `text`'s tokens but the last (the caller appends it), and that token. */
+  async fork(text: string): Promise<{ session: SessionLike; last: number; prompt: Int32Array }> {
+    if (this.#parent === null) {
+      const tokens = this.tokenizer.encode(text);
+      const session = this.open();
+      this.#parent = session
+        .generate({ append: tokens.subarray(0, tokens.length - 1), maxTokens: 0 })
+        .then(() => ({ session, text, tokens }));
+    }
+    const p = await this.#parent;
+    this.#left--;
+    let session: SessionLike;
+    let tokens = p.tokens;
+    if (p.text === text) session = p.session.fork();
+    else {
+      // A different prompt (another workdir): its own session.
+      tokens = this.tokenizer.encode(text);
+      session = this.open();
+      await session.generate({ append: tokens.subarray(0, tokens.length - 1), maxTokens: 0 });
+    }
+    if (this.#left === 0) p.session.close();
+    return { session, last: tokens[tokens.length - 1] as number, prompt: tokens };
+  }
+}
+
+/** Runs G episodes per task over the engine; returns their records (task-major). */
+export async function runRollouts(o: RolloutOptions): Promise<RolloutRecord[]> {
+  if (typeof o !== 'object' || o === null) throw invalidArgument('options', 'an object', o);
+  if (!Array.isArray(o.tasks)) throw invalidArgument('tasks', 'an array of tasks', o.tasks);
+  const G = checkInteger('samplesPerTask', o.samplesPerTask ?? 1, 1, 1 << 16);
+  const concurrency = checkInteger('concurrency', o.concurrency ?? 16, 1, 1 << 16);
+  const maxTokensPerTurn = checkInteger('maxTokensPerTurn', o.maxTokensPerTurn ?? 512, 1, 1 << 20);
+  const maxContextTokens = checkInteger('maxContextTokens', o.maxContextTokens ?? 8192, 16, 1 << 24);
+  const maxTurns = checkInteger('maxTurns', o.maxTurns ?? 40, 1, 1 << 16);
+  const imEnd = o.tokenizer.tokenToId('<|im_end|>');
+  if (imEnd === undefined) throw invalidArgument('tokenizer', 'a ChatML tokenizer (with <|im_end|>)', 'none');
+  const open = () => (o.engine as { openSession(): SessionLike }).openSession();
+  const groups = o.tasks.map(() => new PromptGroup(open, o.tokenizer, G));
+  const jobs = o.tasks.flatMap((task, i) => Array.from({ length: G }, (_, j) => ({ task, i, j })));
+  const out: RolloutRecord[] = new Array(jobs.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < jobs.length) {
+      const k = next++;
+      const { task, i, j } = jobs[k] as (typeof jobs)[number];
+      const r = await episode(o, task, j, groups[i] as PromptGroup, {
+        seed: (o.seed ?? 0) + i * G + j,
+        imEnd,
+        maxTokensPerTurn,
+        maxContextTokens,
+        maxTurns,
+      });
+      out[k] = r;
+      o.onRecord?.(r);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, jobs.length) }, worker));
+  return out;
+}
+
+async function episode(
+  o: RolloutOptions,
+  task: SweTask,
+  sample: number,
+  group: PromptGroup,
+  p: { seed: number; imEnd: number; maxTokensPerTurn: number; maxContextTokens: number; maxTurns: number },
+): Promise<RolloutRecord> {
+  const t0 = performance.now();
+  const tokens: number[] = [];
+  const gen: number[] = []; // 1 where generated
+  const lp: number[] = [];
+  const spans: { start: number; end: number }[] = [];
+  let session: SessionLike | null = null;
+  let sent = 0; // messages already in the session
+  let openTurn = false; // the last response lacks its <|im_end|> (cut by length)
+  let generateMs = 0;
+  const timeout = new AbortController();
+  const timer = setTimeout(() => timeout.abort(), o.episodeTimeoutMs ?? 600_000);
+  const push = (ids: ArrayLike<number>, generated: boolean, logprobs?: ArrayLike<number>) => {
+    for (let k = 0; k < ids.length; k++) {
+      tokens.push(ids[k] as number);
+      gen.push(generated ? 1 : 0);
+      lp.push(generated && logprobs ? (logprobs[k] as number) : 0);
+    }
+  };
+  const policy = async (messages: AgentMessage[]): Promise<string> => {
+    const g0 = performance.now();
+    let append: Int32Array;
+    if (session === null) {
+      const text = `${messages.map((m) => chatml(m.role, m.content)).join('')}<|im_start|>assistant\n`;
+      const f = await group.fork(text);
+      session = f.session;
+      push(f.prompt, false);
+      append = Int32Array.of(f.last);
+    } else {
+      const delta = `${openTurn ? '<|im_end|>' : ''}\n${messages
+        .slice(sent)
+        .map((m) => chatml(m.role, m.content))
+        .join('')}<|im_start|>assistant\n`;
+      append = o.tokenizer.encode(delta);
+      push(append, false);
+    }
+    sent = messages.length + 1; // the response this call returns
+    const room = p.maxContextTokens - tokens.length;
+    const g = await session.generate({
+      append,
+      maxTokens: Math.max(1, Math.min(p.maxTokensPerTurn, room)),
+      stop: [p.imEnd],
+      sampling: { temperature: 1, ...(o.sampling ?? {}), seed: p.seed },
+      signal: timeout.signal,
+    });
+    spans.push({ start: tokens.length, end: tokens.length + g.tokens.length });
+    push(g.tokens, true, g.logprobs);
+    const ended = g.tokens.length > 0 && g.tokens[g.tokens.length - 1] === p.imEnd;
+    openTurn = !ended;
+    generateMs += performance.now() - g0;
+    return o.tokenizer.decode(ended ? g.tokens.subarray(0, g.tokens.length - 1) : g.tokens);
+  };
+  try {
+    const traj = await runEpisode({
+      task,
+      policy,
+      maxTurns: p.maxTurns,
+      format: o.format,
+      sandbox: o.sandbox,
+      commandTimeoutMs: o.commandTimeoutMs,
+      maxObservationChars: o.maxObservationChars,
+      signal: timeout.signal,
+      maxContext: p.maxContextTokens,
+      // The conversation's size in tokens: what the session holds plus the pending observation.
+      contextSize: (messages) => {
+        const pending = messages.slice(sent);
+        return tokens.length + pending.reduce((a, m) => a + o.tokenizer.encode(m.content).length + 5, 0);
+      },
+    });
+    const t1 = performance.now();
+    let resolved = false;
+    if (traj.patch.trim() !== '') {
+      const [ev] = await evaluatePatches([{ task, patch: traj.patch }]);
+      resolved = ev?.resolved ?? false;
+    }
+    const evaluateMs = performance.now() - t1;
+    const turns: RolloutTurn[] = traj.turns.map((t, k) => ({
+      start: spans[k]?.start ?? tokens.length,
+      end: spans[k]?.end ?? tokens.length,
+      formatError: t.formatError,
+      command: t.command,
+      exitCode: t.exitCode,
+    }));
+    const wallMs = performance.now() - t0;
+    return {
+      instance_id: task.instance_id,
+      sample,
+      tokens: Int32Array.from(tokens),
+      assistantMask: Uint8Array.from(gen),
+      logprobs: Float32Array.from(lp),
+      turns,
+      patch: traj.patch,
+      finishReason: traj.finishReason,
+      resolved,
+      reward: episodeReward(resolved, turns.length, p.maxTurns, o.turnPenaltyThreshold ?? 10),
+      timings: { wallMs, generateMs, toolMs: t1 - t0 - generateMs, evaluateMs },
+    };
+  } finally {
+    clearTimeout(timer);
+    (session as SessionLike | null)?.close();
+  }
+}

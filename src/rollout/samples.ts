@@ -1,0 +1,95 @@
+/**
+ * From rollout records to training samples: the loss mask (the policy's own tokens; turns with a
+ * format error masked out when asked, as the paper's RFT does), RFT's filter (resolved
+ * trajectories only), and group advantages for the policy-gradient stages (GRPO's mean/std,
+ * Dr.GRPO's mean only, leave-one-out), with DAPO's dynamic sampling (groups whose rewards are all
+ * equal carry no signal and are dropped) and overlong filtering as an option.
+ */
+import { invalidArgument } from '../errors.js';
+import type { PolicySample, TrainSample } from '../train/trainer.js';
+import type { RolloutRecord } from './record.js';
+
+/** The trained tokens of a record: its generated tokens, minus format-error turns when asked. */
+export function lossMask(r: RolloutRecord, o: { maskFormatErrors?: boolean } = {}): Float32Array {
+  const m = Float32Array.from(r.assistantMask);
+  if (o.maskFormatErrors ?? true) for (const t of r.turns) if (t.formatError !== null) m.fill(0, t.start, t.end);
+  return m;
+}
+
+/** RFT's data: the resolved trajectories, format-error turns masked. */
+export function rftSamples(records: RolloutRecord[], o: { maskFormatErrors?: boolean } = {}): TrainSample[] {
+  return records.filter((r) => r.resolved).map((r) => ({ tokens: r.tokens, lossMask: lossMask(r, o) }));
+}
+
+/** How advantages are computed within a task's group of samples. */
+export type AdvantageEstimator = 'grpo' | 'drgrpo' | 'rloo';
+
+/** Options of {@link policySamples}. */
+export interface PolicySampleOptions {
+  estimator?: AdvantageEstimator;
+  /** Drop groups whose rewards are all equal (DAPO's dynamic sampling; default true). */
+  dropZeroAdvantage?: boolean;
+  /** Drop episodes that ended on the context or turn limit instead of keeping them as negatives (default false). */
+  filterOverlong?: boolean;
+  maskFormatErrors?: boolean;
+  /** GRPO's std epsilon (default 1e-6). */
+  eps?: number;
+}
+
+/** What {@link policySamples} returns: the samples and what was dropped. */
+export interface PolicyBatch {
+  samples: PolicySample[];
+  /** The records behind the samples, in the same order. */
+  records: RolloutRecord[];
+  groups: number;
+  droppedGroups: number;
+  droppedOverlong: number;
+}
+
+/** Group advantages of rewards (one group). */
+export function groupAdvantages(rewards: number[], estimator: AdvantageEstimator = 'grpo', eps = 1e-6): number[] {
+  const n = rewards.length;
+  const mean = rewards.reduce((a, b) => a + b, 0) / n;
+  if (estimator === 'drgrpo') return rewards.map((r) => r - mean);
+  if (estimator === 'rloo') return rewards.map((r) => (n > 1 ? (n / (n - 1)) * (r - mean) : 0));
+  if (estimator !== 'grpo') throw invalidArgument('estimator', "'grpo', 'drgrpo' or 'rloo'", estimator);
+  // The unbiased std, as verl's GRPO computes it (torch.std).
+  const variance = n > 1 ? rewards.reduce((a, r) => a + (r - mean) ** 2, 0) / (n - 1) : 0;
+  const std = Math.sqrt(variance);
+  return rewards.map((r) => (r - mean) / (std + eps));
+}
+
+/** Policy-gradient samples from records grouped by task (G samples each). */
+export function policySamples(records: RolloutRecord[], o: PolicySampleOptions = {}): PolicyBatch {
+  const byTask = new Map<string, RolloutRecord[]>();
+  for (const r of records) {
+    const g = byTask.get(r.instance_id) ?? [];
+    g.push(r);
+    byTask.set(r.instance_id, g);
+  }
+  const out: PolicyBatch = { samples: [], records: [], groups: byTask.size, droppedGroups: 0, droppedOverlong: 0 };
+  for (const group of byTask.values()) {
+    let members = group;
+    if (o.filterOverlong) {
+      members = group.filter((r) => r.finishReason === 'submit');
+      out.droppedOverlong += group.length - members.length;
+    }
+    if (members.length === 0) continue;
+    const rewards = members.map((r) => r.reward);
+    if ((o.dropZeroAdvantage ?? true) && rewards.every((r) => r === rewards[0])) {
+      out.droppedGroups++;
+      continue;
+    }
+    const adv = groupAdvantages(rewards, o.estimator ?? 'grpo', o.eps ?? 1e-6);
+    members.forEach((r, k) => {
+      out.samples.push({
+        tokens: r.tokens,
+        lossMask: lossMask(r, o),
+        advantage: adv[k] as number,
+        oldLogprobs: r.logprobs,
+      });
+      out.records.push(r);
+    });
+  }
+  return out;
+}

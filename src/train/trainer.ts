@@ -1,0 +1,217 @@
+/**
+ * The trainer: optimizer steps over multi-turn samples (rollout records or demonstrations).
+ * A sample is a whole conversation's tokens with a per-token loss mask (the policy's own tokens;
+ * observations and masked turns get 0); token i is trained as the target of row i − 1. Samples
+ * are grouped into micro-batches by a token budget; every sample runs forward, the fused LM-head
+ * loss and backward natively, its gradients added with a weight that makes the step's loss the
+ * aggregation over the whole batch (DAPO's token-mean: each sample weighs its share of the
+ * batch's trained tokens), then AdamW steps once. Optimizer steps update the weights in place,
+ * which bumps Model.weightVersion, and an Engine over the same model re-versions its KV.
+ */
+import { invalidArgument } from '../errors.js';
+import type { Model } from '../model/model.js';
+import type { AdamW } from './adamw.js';
+import type { PolicyLossConfig } from './losses.js';
+
+/** One training sample: a conversation with the tokens to train. */
+export interface TrainSample {
+  tokens: Int32Array;
+  /** Per token: 1 where the token is trained as a target (length = tokens.length). */
+  lossMask: Float32Array | Uint8Array;
+}
+
+/** A policy-gradient sample: a rollout's tokens with its advantage and behaviour logprobs. */
+export interface PolicySample extends TrainSample {
+  /** The sequence's advantage (every token of it), or one per token. */
+  advantage: number | Float32Array;
+  /** Per token: the logprobs the rollout policy gave them (the engine's), 0 where untrained. */
+  oldLogprobs: Float32Array;
+}
+
+/** Trainer options. */
+export interface TrainerOptions {
+  optimizer: AdamW;
+  /** Tokens per micro-batch (default 16384): samples are grouped up to this budget. */
+  microBatchTokens?: number;
+  /** Activation recomputation in backward (less memory, ~1.3x time). */
+  recompute?: boolean;
+}
+
+/** What one optimizer step reports. */
+export interface StepMetrics {
+  step: number;
+  lr: number;
+  gradNorm: number;
+  /** The batch loss (its aggregation over all trained tokens). */
+  loss: number;
+  samples: number;
+  /** Trained tokens (Σ mask). */
+  tokens: number;
+  microBatches: number;
+  /** Policy steps: masked mean entropy, clip fractions, mean |ratio − 1|. */
+  entropy?: number;
+  clipFracLow?: number;
+  clipFracHigh?: number;
+  ratioDeviation?: number;
+  /** Per sample, the current policy's logprob of each token (the trainer's, for checks). */
+  logprobs: Float32Array[];
+  seconds: number;
+}
+
+/** Row inputs of a sample: tokens[0, T−1) predict tokens[1, T). */
+function rows(s: TrainSample, name: string): { tokens: Int32Array; targets: Int32Array; mask: Float32Array } {
+  const T = s?.tokens?.length;
+  if (!(s?.tokens instanceof Int32Array) || T < 2)
+    throw invalidArgument(`${name}.tokens`, 'an Int32Array of 2+ tokens', s?.tokens);
+  if (!s.lossMask || s.lossMask.length !== T)
+    throw invalidArgument(`${name}.lossMask`, `${T} values (one per token)`, s.lossMask?.length);
+  const mask = new Float32Array(T - 1);
+  for (let t = 1; t < T; t++) mask[t - 1] = s.lossMask[t] ? 1 : 0;
+  return { tokens: s.tokens.subarray(0, T - 1), targets: s.tokens.subarray(1), mask };
+}
+
+/** Groups sample indices into micro-batches of at most `budget` tokens (a longer sample alone). */
+export function microBatches(lengths: number[], budget: number): number[][] {
+  const out: number[][] = [];
+  let cur: number[] = [];
+  let used = 0;
+  lengths.forEach((n, i) => {
+    if (cur.length > 0 && used + n > budget) {
+      out.push(cur);
+      cur = [];
+      used = 0;
+    }
+    cur.push(i);
+    used += n;
+  });
+  if (cur.length > 0) out.push(cur);
+  return out;
+}
+
+/** Optimizer steps over samples, with the fused LM-head losses and gradient accumulation. */
+export class Trainer {
+  readonly model: Model;
+  readonly #o: Required<TrainerOptions>;
+
+  constructor(model: Model, o: TrainerOptions) {
+    if (!o?.optimizer) throw invalidArgument('optimizer', 'an AdamW', o?.optimizer);
+    this.model = model;
+    this.#o = {
+      optimizer: o.optimizer,
+      microBatchTokens: o.microBatchTokens ?? 16384,
+      recompute: o.recompute ?? false,
+    };
+    if (!Number.isInteger(this.#o.microBatchTokens) || this.#o.microBatchTokens < 1)
+      throw invalidArgument('microBatchTokens', 'an integer >= 1', this.#o.microBatchTokens);
+  }
+
+  /** One SFT step: token-mean cross-entropy over every masked token of every sample. */
+  async sftStep(samples: TrainSample[]): Promise<StepMetrics> {
+    const t0 = performance.now();
+    const prepared = samples.map((s, i) => rows(s, `samples[${i}]`));
+    const counts = prepared.map((p) => p.mask.reduce((a, b) => a + b, 0));
+    const N = counts.reduce((a, b) => a + b, 0);
+    if (N === 0) throw invalidArgument('samples', 'at least one trained token', 0);
+    const mbs = microBatches(
+      prepared.map((p) => p.tokens.length),
+      this.#o.microBatchTokens,
+    );
+    this.model.zeroGrad();
+    let loss = 0;
+    const logprobs: Float32Array[] = new Array(samples.length);
+    for (const mb of mbs)
+      for (const i of mb) {
+        const p = prepared[i] as (typeof prepared)[number];
+        const n = counts[i] as number;
+        if (n === 0) {
+          logprobs[i] = new Float32Array(p.tokens.length);
+          continue;
+        }
+        const r = await this.model.sftBackward(p, { lossScale: n / N, recompute: this.#o.recompute });
+        loss += r.loss * (n / N);
+        logprobs[i] = r.logprobs;
+      }
+    const st = await this.#o.optimizer.step();
+    return {
+      ...st,
+      loss,
+      samples: samples.length,
+      tokens: N,
+      microBatches: mbs.length,
+      logprobs,
+      seconds: (performance.now() - t0) / 1000,
+    };
+  }
+
+  /**
+   * One policy-gradient step (PPO-clip / DAPO per `cfg`): each sample's advantage and behaviour
+   * logprobs, aggregated over the batch by `cfg.agg` (token-mean by default).
+   */
+  async policyStep(samples: PolicySample[], cfg: PolicyLossConfig = {}): Promise<StepMetrics> {
+    const t0 = performance.now();
+    const agg = cfg.agg ?? 'token-mean';
+    const prepared = samples.map((s, i) => {
+      const r = rows(s, `samples[${i}]`);
+      const T = s.tokens.length;
+      if (!(s.oldLogprobs instanceof Float32Array) || s.oldLogprobs.length !== T)
+        throw invalidArgument(`samples[${i}].oldLogprobs`, `a Float32Array of ${T}`, s.oldLogprobs?.length);
+      const advantages = new Float32Array(T - 1);
+      if (typeof s.advantage === 'number') {
+        if (!Number.isFinite(s.advantage))
+          throw invalidArgument(`samples[${i}].advantage`, 'a finite number', s.advantage);
+        advantages.fill(s.advantage);
+      } else if (s.advantage instanceof Float32Array && s.advantage.length === T)
+        advantages.set(s.advantage.subarray(1));
+      else throw invalidArgument(`samples[${i}].advantage`, `a number or a Float32Array of ${T}`, s.advantage);
+      return { ...r, oldLogprobs: s.oldLogprobs.subarray(1), advantages };
+    });
+    const counts = prepared.map((p) => p.mask.reduce((a, b) => a + b, 0));
+    const N = counts.reduce((a, b) => a + b, 0);
+    const S = counts.filter((n) => n > 0).length;
+    if (N === 0) throw invalidArgument('samples', 'at least one trained token', 0);
+    const mbs = microBatches(
+      prepared.map((p) => p.tokens.length),
+      this.#o.microBatchTokens,
+    );
+    this.model.zeroGrad();
+    let loss = 0;
+    let entropy = 0;
+    let clipLow = 0;
+    let clipHigh = 0;
+    let dev = 0;
+    const logprobs: Float32Array[] = new Array(samples.length);
+    for (const mb of mbs)
+      for (const i of mb) {
+        const p = prepared[i] as (typeof prepared)[number];
+        const n = counts[i] as number;
+        if (n === 0) {
+          logprobs[i] = new Float32Array(p.tokens.length);
+          continue;
+        }
+        // Each call aggregates over its own sample; this weight makes the sum the batch's aggregate.
+        const w = agg === 'token-mean' ? n / N : 1 / S;
+        const r = await this.model.policyBackward(p, cfg, { lossScale: w, recompute: this.#o.recompute });
+        loss += r.loss * w;
+        entropy += r.entropy * n;
+        clipLow += r.clipFracLow * n;
+        clipHigh += r.clipFracHigh * n;
+        for (let t = 0; t < p.mask.length; t++)
+          if (p.mask[t]) dev += Math.abs(Math.exp((r.logprobs[t] as number) - (p.oldLogprobs[t] as number)) - 1);
+        logprobs[i] = r.logprobs;
+      }
+    const st = await this.#o.optimizer.step();
+    return {
+      ...st,
+      loss,
+      samples: samples.length,
+      tokens: N,
+      microBatches: mbs.length,
+      entropy: entropy / N,
+      clipFracLow: clipLow / N,
+      clipFracHigh: clipHigh / N,
+      ratioDeviation: dev / N,
+      logprobs,
+      seconds: (performance.now() - t0) / 1000,
+    };
+  }
+}

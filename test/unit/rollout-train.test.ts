@@ -1,0 +1,222 @@
+/**
+ * Rollouts over the engine and the trainer on their records: the conversation's tokens, the
+ * assistant mask and the engine's logprobs line up with the turns; the trainer's logprobs for
+ * every rollout token equal the engine's bitwise (ratio exactly 1 before the update); observation
+ * tokens and format-error turns carry no gradient; an optimizer step bumps the weight version;
+ * the G samples of a task share one prefilled prompt; rollout files round-trip.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import {
+  AdamW,
+  Engine,
+  generateMiniSweTasks,
+  isolationAvailable,
+  lossMask,
+  Model,
+  policySamples,
+  readRollouts,
+  rftSamples,
+  runRollouts,
+  SYSTEM_PROMPT,
+  Tokenizer,
+  Trainer,
+  writeRollouts,
+} from '../../src/index.js';
+
+const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
+
+function setup() {
+  const corpus = [
+    SYSTEM_PROMPT,
+    'DISCUSSION\nLet me run the tests.\n\n```command\nnode --test\n```',
+    'ls -la src test',
+  ];
+  const tokenizer = Tokenizer.train(corpus.concat(corpus.map((c) => c.toUpperCase())), { vocabSize: 400 });
+  const model = Model.random(
+    {
+      architectures: ['Qwen2ForCausalLM'],
+      vocab_size: tokenizer.vocabSize,
+      hidden_size: 64,
+      intermediate_size: 128,
+      num_hidden_layers: 2,
+      num_attention_heads: 4,
+      num_key_value_heads: 2,
+      head_dim: 16,
+      tie_word_embeddings: true,
+    },
+    3,
+  );
+  return { tokenizer, model };
+}
+
+describe.skipIf(!canSandbox)('rollouts and the trainer', () => {
+  it('records line up with turns, and the trainer reproduces the engine logprobs bitwise', async () => {
+    const { tokenizer, model } = setup();
+    const engine = new Engine({ model, kvBlocks: 2048, blockSize: 16 });
+    const tasks = await generateMiniSweTasks({ count: 2, seed: 3, difficulty: 0 });
+    const records = await runRollouts({
+      engine,
+      tokenizer,
+      tasks,
+      samplesPerTask: 2,
+      maxTurns: 3,
+      maxTokensPerTurn: 24,
+      maxContextTokens: 6000,
+      seed: 11,
+    });
+    expect(records.map((r) => [r.instance_id, r.sample])).toEqual(
+      tasks.flatMap((t) => [
+        [t.instance_id, 0],
+        [t.instance_id, 1],
+      ]),
+    );
+    // The two samples of a task share the prompt and differ after it (different seeds).
+    const [a, b] = records as [(typeof records)[0], (typeof records)[0]];
+    const promptLen = a.turns[0]?.start ?? 0;
+    expect(promptLen).toBeGreaterThan(100);
+    expect(Array.from(a.tokens.subarray(0, promptLen))).toEqual(Array.from(b.tokens.subarray(0, promptLen)));
+    expect(Array.from(a.tokens.subarray(promptLen, promptLen + 24))).not.toEqual(
+      Array.from(b.tokens.subarray(promptLen, promptLen + 24)),
+    );
+    for (const r of records) {
+      expect(r.tokens.length).toBe(r.assistantMask.length);
+      expect(r.logprobs.length).toBe(r.tokens.length);
+      const generated = r.turns.reduce((s, t) => s + t.end - t.start, 0);
+      expect(r.assistantMask.reduce((s, x) => s + x, 0)).toBe(generated);
+      for (const t of r.turns) {
+        expect(t.end).toBeGreaterThan(t.start);
+        for (let k = t.start; k < t.end; k++) expect(r.assistantMask[k]).toBe(1);
+      }
+      expect(r.turns.length).toBeLessThanOrEqual(3);
+      expect(r.reward).toBe(r.resolved ? 1 : 0);
+      expect(r.timings.generateMs).toBeGreaterThan(0);
+    }
+    // A random model rarely writes a command block: format errors are flagged and masked.
+    const withError = records.find((r) => r.turns.some((t) => t.formatError !== null));
+    expect(withError).toBeDefined();
+    if (withError) {
+      const m = lossMask(withError);
+      for (const t of withError.turns) for (let k = t.start; k < t.end; k++) expect(m[k]).toBe(t.formatError ? 0 : 1);
+      const unmasked = lossMask(withError, { maskFormatErrors: false });
+      expect(Array.from(unmasked)).toEqual(Array.from(withError.assistantMask));
+    }
+
+    // The trainer on the full sequences: logprobs of every generated token equal the engine's.
+    const before = model.weightVersion;
+    const trainer = new Trainer(model, { optimizer: new AdamW(model, { lr: 1e-3 }) });
+    const samples = records.map((r) => ({
+      tokens: r.tokens,
+      lossMask: Float32Array.from(r.assistantMask),
+      advantage: 1,
+      oldLogprobs: r.logprobs,
+    }));
+    const step = await trainer.policyStep(samples);
+    records.forEach((r, i) => {
+      const lp = step.logprobs[i] as Float32Array;
+      for (let k = 1; k < r.tokens.length; k++)
+        if (r.assistantMask[k]) expect(Object.is(lp[k - 1], r.logprobs[k]), `record ${i} token ${k}`).toBe(true);
+    });
+    expect(step.ratioDeviation).toBe(0);
+    expect(step.clipFracHigh).toBe(0);
+    expect(step.clipFracLow).toBe(0);
+    expect(model.weightVersion).toBeGreaterThan(before);
+    // The engine re-versions its KV for the new weights: the same request now scores differently.
+    const again = await runRollouts({
+      engine,
+      tokenizer,
+      tasks: tasks.slice(0, 1),
+      maxTurns: 1,
+      maxTokensPerTurn: 8,
+      seed: 11,
+    });
+    expect(Array.from(again[0]?.logprobs ?? [])).not.toEqual(
+      Array.from(a.logprobs.subarray(0, again[0]?.logprobs.length)),
+    );
+
+    // Rollout files round-trip.
+    const dir = await mkdtemp(join(tmpdir(), 'swerl-rollouts-'));
+    try {
+      await writeRollouts(join(dir, 'r.msgpack'), records);
+      const back = await readRollouts(join(dir, 'r.msgpack'));
+      expect(back.length).toBe(records.length);
+      expect(back[1]?.tokens).toEqual(records[1]?.tokens);
+      expect(back[1]?.logprobs).toEqual(records[1]?.logprobs);
+      expect(back[1]?.assistantMask).toEqual(records[1]?.assistantMask);
+      expect(back[1]?.turns).toEqual(records[1]?.turns);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 240_000);
+
+  it('masked tokens carry no gradient: a sample with nothing trained leaves the step unchanged', async () => {
+    const { tokenizer } = setup();
+    const tokens = tokenizer.encode(
+      `<|im_start|>user\nrun the tests<|im_end|>\n<|im_start|>assistant\nls -la src<|im_end|>\n`,
+    );
+    const mask = new Float32Array(tokens.length);
+    mask.fill(1, tokens.length - 6); // the response's tail
+    const other = {
+      tokens: tokenizer.encode('<|im_start|>user\nsomething else entirely, longer<|im_end|>\n'),
+      lossMask: new Float32Array(0),
+    };
+    other.lossMask = new Float32Array(other.tokens.length); // an observation only: nothing trained
+    const run = async (withOther: boolean) => {
+      const { model } = setup();
+      const trainer = new Trainer(model, { optimizer: new AdamW(model, { lr: 1e-2 }) });
+      const samples = withOther ? [{ tokens, lossMask: mask }, other] : [{ tokens, lossMask: mask }];
+      const st = await trainer.sftStep(samples);
+      return { st, w: model.getParameter('model.layers.0.self_attn.q_proj.weight') };
+    };
+    const alone = await run(false);
+    const both = await run(true);
+    expect(both.st.tokens).toBe(alone.st.tokens);
+    expect(both.st.loss).toBe(alone.st.loss);
+    expect(Array.from(both.w)).toEqual(Array.from(alone.w));
+    // The loss is the token-mean of −logprob over exactly the trained tokens.
+    const lp = alone.st.logprobs[0] as Float32Array;
+    let sum = 0;
+    for (let k = 1; k < tokens.length; k++) if (mask[k]) sum -= lp[k - 1] as number;
+    expect(alone.st.loss).toBeCloseTo(sum / 6, 5);
+  });
+
+  it('group advantages, dynamic sampling and RFT selection', () => {
+    const rec = (id: string, reward: number, resolved: boolean, finishReason = 'submit') =>
+      ({
+        instance_id: id,
+        sample: 0,
+        tokens: Int32Array.of(1, 2, 3),
+        assistantMask: Uint8Array.of(0, 1, 1),
+        logprobs: new Float32Array(3),
+        turns: [{ start: 1, end: 3, formatError: null, command: 'submit', exitCode: 0 }],
+        patch: '',
+        finishReason,
+        resolved,
+        reward,
+        timings: { wallMs: 0, generateMs: 0, toolMs: 0, evaluateMs: 0 },
+      }) as const;
+    const records = [
+      rec('a', 1, true),
+      rec('a', 0, false),
+      rec('a', 0, false, 'max_turns'),
+      rec('b', 0, false),
+      rec('b', 0, false),
+    ];
+    const batch = policySamples(records as never);
+    expect(batch.groups).toBe(2);
+    expect(batch.droppedGroups).toBe(1); // b: all rewards equal
+    expect(batch.samples.length).toBe(3);
+    const adv = batch.samples.map((s) => s.advantage as number);
+    // GRPO: (r − mean) / std with the unbiased std: mean 1/3, std 0.57735.
+    expect(adv[0]).toBeCloseTo((1 - 1 / 3) / Math.sqrt(1 / 3), 4);
+    expect(adv[1]).toBeCloseTo(-1 / 3 / Math.sqrt(1 / 3), 4);
+    const filtered = policySamples(records as never, { filterOverlong: true });
+    expect(filtered.droppedOverlong).toBe(1);
+    expect(filtered.samples.length).toBe(2);
+    expect(rftSamples(records as never).length).toBe(1);
+    const rloo = policySamples(records as never, { estimator: 'rloo' });
+    expect(rloo.samples[0]?.advantage).toBeCloseTo(1 - 0, 6); // 1 − mean of the others (0, 0)
+  });
+});
