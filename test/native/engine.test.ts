@@ -212,6 +212,28 @@ describe('Engine: sessions, forks, preemption, weight updates', () => {
     expect(new Set(out.map((g) => g.tokens.join(','))).size).toBeGreaterThan(1);
   });
 
+  it('maxTokens 0 prefills a session without generating; forks then continue exactly', async () => {
+    const m = model(14);
+    const e = new Engine({ model: m, kvBlocks: 128, blockSize: 4 });
+    const root = e.openSession();
+    const p = prompt(18, 9);
+    const g0 = await root.generate({ append: p.slice(0, -1), maxTokens: 0 });
+    expect(g0.tokens.length).toBe(0);
+    expect(g0.finishReason).toBe('length');
+    expect(e.stats().prefillTokens).toBe(p.length - 1);
+    expect((await root.generate({ append: [], maxTokens: 0 })).tokens.length).toBe(0); // nothing pending
+    expect(() => e.generate({ prompt: p, maxTokens: 0 })).toThrow(/maxTokens/); // stateless calls must generate
+    const forks = [0, 1].map(() => root.fork());
+    const out = await Promise.all(
+      forks.map((f, i) => f.generate({ append: p.slice(-1), maxTokens: 6, sampling: { seed: 7 + i } })),
+    );
+    expect(e.stats().prefillTokens).toBe(p.length + 1); // the prompt once, then each fork's last token
+    for (const [i, g] of out.entries()) {
+      const fresh = new Engine({ model: m, kvBlocks: 128, blockSize: 4 });
+      same(g, await fresh.generate({ prompt: p, maxTokens: 6, sampling: { seed: 7 + i } }));
+    }
+  });
+
   it('preemption under a tiny cache loses nothing: the same outputs as with room to spare', async () => {
     const m = model(13);
     const reqs = [0, 1, 2, 3, 4].map((i) => ({ prompt: prompt(6 + i, 30 + i), maxTokens: 14, sampling: { seed: i } }));
