@@ -46,6 +46,10 @@ export const ErrorCodes = [
   'PATH_ESCAPE',
   /** A task file row is not a valid SWE-bench-format task (the message names the row and field). */
   'INVALID_TASK',
+  /** A pipeline config (a JSON file or overrides) has a bad or unknown field; the message names it. */
+  'INVALID_CONFIG',
+  /** A run folder cannot be resumed (no checkpoint, or one from a different config). */
+  'CANNOT_RESUME',
 ] as const;
 
 /** One of {@link ErrorCodes}. */

@@ -157,6 +157,11 @@ export class RemoteSession {
   async generate(r: GenerateRequest & { append: ArrayLike<number> }): Promise<Generation> {
     if (this.#busy) throw invalidArgument('session', 'idle (await its previous generate first)', 'busy');
     const append = Array.from(toTokenArray('append', r?.append));
+    if (r.maxTokens === 0) {
+      // Prefill only: the tokens join the session here; the server's prefix cache sees them next call.
+      this.#tokens = [...this.#tokens, ...append];
+      return { tokens: new Int32Array(0), logprobs: new Float32Array(0), finishReason: 'length', cachedTokens: 0 };
+    }
     this.#busy = true;
     try {
       const g = await this.#engine.generate({ ...r, prompt: [...this.#tokens, ...append] });

@@ -18,6 +18,7 @@ import { invalidArgument } from '../errors.js';
 import type { SamplingParams } from '../sample.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { checkInteger } from '../validate.js';
+import { deltaText, promptText } from './chatml.js';
 import type { RolloutRecord, RolloutTurn } from './record.js';
 
 /** What the coordinator needs of a session (Session and RemoteSession have it). */
@@ -55,10 +56,6 @@ export interface RolloutOptions {
   turnPenaltyThreshold?: number;
   /** Called as each episode's record is complete (progress bars). */
   onRecord?: (r: RolloutRecord) => void;
-}
-
-function chatml(role: string, content: string): string {
-  return `<|im_start|>${role}\n${content}<|im_end|>\n`;
 }
 
 /** One task's group: the session holding the prompt, prefilled once, that samples fork. */
@@ -162,17 +159,13 @@ async function episode(
     const g0 = performance.now();
     let append: Int32Array;
     if (session === null) {
-      const text = `${messages.map((m) => chatml(m.role, m.content)).join('')}<|im_start|>assistant\n`;
+      const text = promptText(messages);
       const f = await group.fork(text);
       session = f.session;
       push(f.prompt, false);
       append = Int32Array.of(f.last);
     } else {
-      const delta = `${openTurn ? '<|im_end|>' : ''}\n${messages
-        .slice(sent)
-        .map((m) => chatml(m.role, m.content))
-        .join('')}<|im_start|>assistant\n`;
-      append = o.tokenizer.encode(delta);
+      append = o.tokenizer.encode(deltaText(messages.slice(sent), openTurn));
       push(append, false);
     }
     sent = messages.length + 1; // the response this call returns

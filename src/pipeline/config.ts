@@ -1,0 +1,317 @@
+/**
+ * The pipeline's configuration: presets (`smoke`, `default`) and JSON configs for real runs,
+ * validated field by field so that a bad config fails before anything runs, naming the field.
+ */
+import { readFile } from 'node:fs/promises';
+import { SwerlError } from '../errors.js';
+import type { LossAggregation } from '../train/losses.js';
+
+/** One DAPO stage of the two-stage schedule. */
+export interface DapoStageConfig {
+  iterations: number;
+  maxTurns: number;
+  maxContextTokens: number;
+  /** Tasks sampled per iteration (G samples each). */
+  tasksPerIteration: number;
+}
+
+/** Everything a run needs. */
+export interface PipelineConfig {
+  preset: string;
+  seed: number;
+  /** A Hugging Face model folder, or null for the embedded model trained from scratch. */
+  modelDir: string | null;
+  /** A tasks file (.json/.jsonl/.parquet), or null for the generated mini-SWE suite. */
+  tasksFile: string | null;
+  miniSwe: { trainTasks: number; testTasks: number; difficulty: number };
+  /** Held-out tasks for evaluation when tasksFile is set: the last `evalTasks` of the file. */
+  evalTasks: number;
+  sandbox: { kind: 'local' | 'docker'; image?: string };
+  /** 'remote': an OpenAI-compatible server at `url` serving `model` (evaluation-only runs). */
+  engine: { backend: 'local' | 'remote'; url?: string; model?: string; kvBlocks: number; maxBatchTokens: number };
+  episode: {
+    maxTurns: number;
+    maxTokensPerTurn: number;
+    maxContextTokens: number;
+    commandTimeoutMs: number;
+    episodeTimeoutMs: number;
+    concurrency: number;
+    maxObservationChars: number;
+  };
+  warmStart: { enabled: boolean; demos: number; noise: number; epochs: number; lr: number; batchSize: number };
+  tokenizer: { vocabSize: number };
+  eval: { k: number };
+  rft: {
+    enabled: boolean;
+    samplesPerTask: number;
+    epochs: number;
+    lr: number;
+    warmupRatio: number;
+    batchSize: number;
+  };
+  dapo: {
+    enabled: boolean;
+    stages: DapoStageConfig[];
+    samplesPerTask: number;
+    stepsPerIteration: number;
+    lr: number;
+    clipLow: number;
+    clipHigh: number;
+    agg: LossAggregation;
+    estimator: 'grpo' | 'drgrpo' | 'rloo';
+    dropZeroAdvantage: boolean;
+    filterOverlong: boolean;
+    klCoef: number;
+    entropyCoef: number;
+    temperature: number;
+    topP: number;
+    topK: number;
+    minP: number;
+    turnPenaltyThreshold: number;
+  };
+}
+
+const BASE: Omit<PipelineConfig, 'preset'> = {
+  seed: 1,
+  modelDir: null,
+  tasksFile: null,
+  miniSwe: { trainTasks: 32, testTasks: 12, difficulty: 0 },
+  evalTasks: 12,
+  sandbox: { kind: 'local' },
+  engine: { backend: 'local', kvBlocks: 8192, maxBatchTokens: 2048 },
+  episode: {
+    maxTurns: 12,
+    maxTokensPerTurn: 160,
+    maxContextTokens: 6144,
+    commandTimeoutMs: 20_000,
+    episodeTimeoutMs: 180_000,
+    concurrency: 16,
+    maxObservationChars: 2000,
+  },
+  warmStart: { enabled: true, demos: 48, noise: 0.3, epochs: 2, lr: 2e-3, batchSize: 8 },
+  tokenizer: { vocabSize: 2048 },
+  eval: { k: 2 },
+  rft: { enabled: true, samplesPerTask: 2, epochs: 2, lr: 5e-4, warmupRatio: 0.1, batchSize: 8 },
+  dapo: {
+    enabled: true,
+    stages: [{ iterations: 3, maxTurns: 12, maxContextTokens: 6144, tasksPerIteration: 8 }],
+    samplesPerTask: 4,
+    stepsPerIteration: 2,
+    lr: 3e-4,
+    clipLow: 0.2,
+    clipHigh: 0.28,
+    agg: 'token-mean',
+    estimator: 'grpo',
+    dropZeroAdvantage: true,
+    filterOverlong: false,
+    klCoef: 0,
+    entropyCoef: 0,
+    temperature: 1,
+    topP: 1,
+    topK: 0,
+    minP: 0,
+    turnPenaltyThreshold: 10,
+  },
+};
+
+/** The presets: `default` (the embedded run, at most 25 minutes on 2 cores) and `smoke` (under 2). */
+export const PRESETS: Record<string, PipelineConfig> = {
+  default: { preset: 'default', ...structuredClone(BASE) },
+  smoke: {
+    preset: 'smoke',
+    ...structuredClone(BASE),
+    miniSwe: { trainTasks: 6, testTasks: 3, difficulty: 0 },
+    episode: { ...BASE.episode, maxTurns: 8, maxTokensPerTurn: 64, maxContextTokens: 3072, concurrency: 6 },
+    warmStart: { enabled: true, demos: 6, noise: 0.3, epochs: 1, lr: 2e-3, batchSize: 6 },
+    tokenizer: { vocabSize: 600 },
+    eval: { k: 1 },
+    rft: { enabled: true, samplesPerTask: 1, epochs: 1, lr: 5e-4, warmupRatio: 0.1, batchSize: 4 },
+    dapo: {
+      ...BASE.dapo,
+      stages: [{ iterations: 1, maxTurns: 8, maxContextTokens: 3072, tasksPerIteration: 3 }],
+      samplesPerTask: 2,
+      stepsPerIteration: 1,
+    },
+  },
+};
+
+function fail(field: string, expected: string, got: unknown): never {
+  throw new SwerlError(
+    `config field ${field} must be ${expected}, got ${JSON.stringify(got)}; see README.md "Configs"`,
+    'INVALID_CONFIG',
+  );
+}
+
+type Spec = 'int+' | 'int0' | 'num+' | 'num0' | 'unit' | 'bool' | 'str?' | string[];
+
+/** Checks one object against a spec, field by field, rejecting unknown fields. */
+function check(obj: Record<string, unknown>, spec: Record<string, Spec>, path: string): void {
+  for (const k of Object.keys(obj)) if (!(k in spec)) fail(`${path}${k}`, `one of ${Object.keys(spec).join(', ')}`, k);
+  for (const [k, s] of Object.entries(spec)) {
+    const v = obj[k];
+    const f = `${path}${k}`;
+    if (Array.isArray(s)) {
+      if (!s.includes(v as string)) fail(f, s.map((x) => `'${x}'`).join(' | '), v);
+    } else if (s === 'bool') {
+      if (typeof v !== 'boolean') fail(f, 'true or false', v);
+    } else if (s === 'str?') {
+      if (v !== null && v !== undefined && typeof v !== 'string') fail(f, 'a string or null', v);
+    } else {
+      if (typeof v !== 'number' || !Number.isFinite(v)) fail(f, 'a number', v);
+      if ((s === 'int+' || s === 'int0') && !Number.isInteger(v)) fail(f, 'an integer', v);
+      if ((s === 'int+' || s === 'num+') && v <= 0) fail(f, 'greater than 0', v);
+      if ((s === 'int0' || s === 'num0') && v < 0) fail(f, '0 or more', v);
+      if (s === 'unit' && (v < 0 || v > 1)) fail(f, 'in [0, 1]', v);
+    }
+  }
+}
+
+function merge<T>(base: T, over: unknown, path: string): T {
+  if (over === undefined) return structuredClone(base);
+  if (Array.isArray(base)) return over as T;
+  if (typeof base === 'object' && base !== null) {
+    if (typeof over !== 'object' || over === null || Array.isArray(over))
+      fail(path.replace(/\.$/, '') || 'config', 'an object', over);
+    const out: Record<string, unknown> = { ...(base as Record<string, unknown>) };
+    for (const [k, v] of Object.entries(over as Record<string, unknown>))
+      out[k] = k in out ? merge(out[k], v, `${path}${k}.`) : v;
+    return out as T;
+  }
+  return over as T;
+}
+
+/** A preset's config with `overrides` merged in, validated. INVALID_CONFIG names the bad field. */
+export function resolveConfig(overrides: unknown = {}, preset = 'default'): PipelineConfig {
+  const base = PRESETS[preset];
+  if (!base) fail('preset', Object.keys(PRESETS).join(' | '), preset);
+  const c = merge(base, overrides, '');
+  const top = c as unknown as Record<string, unknown>;
+  const sections = ['miniSwe', 'sandbox', 'engine', 'episode', 'warmStart', 'tokenizer', 'eval', 'rft', 'dapo'];
+  for (const k of sections)
+    if (typeof top[k] !== 'object' || top[k] === null || Array.isArray(top[k])) fail(k, 'an object', top[k]);
+  const scalars = Object.fromEntries(Object.entries(top).filter(([k]) => !sections.includes(k)));
+  check(scalars, { preset: 'str?', seed: 'int0', modelDir: 'str?', tasksFile: 'str?', evalTasks: 'int+' }, '');
+  check(c.miniSwe as never, { trainTasks: 'int+', testTasks: 'int+', difficulty: 'int0' }, 'miniSwe.');
+  if (c.miniSwe.difficulty > 3) fail('miniSwe.difficulty', 'in [0, 3]', c.miniSwe.difficulty);
+  const sb = c.sandbox as unknown as Record<string, unknown>;
+  check({ kind: sb.kind }, { kind: ['local', 'docker'] }, 'sandbox.');
+  if (sb.image !== undefined && typeof sb.image !== 'string') fail('sandbox.image', 'an image name', sb.image);
+  for (const k of Object.keys(sb)) if (k !== 'kind' && k !== 'image') fail(`sandbox.${k}`, 'kind or image', k);
+  const en = c.engine as unknown as Record<string, unknown>;
+  check(
+    { backend: en.backend, kvBlocks: en.kvBlocks, maxBatchTokens: en.maxBatchTokens },
+    { backend: ['local', 'remote'], kvBlocks: 'int+', maxBatchTokens: 'int+' },
+    'engine.',
+  );
+  if (en.backend === 'remote') {
+    if (typeof en.url !== 'string') fail('engine.url', 'the server URL (backend remote)', en.url);
+    if (typeof c.modelDir !== 'string')
+      fail('modelDir', 'the served model folder (its tokenizer), with backend remote', c.modelDir);
+    const training = ['warmStart', 'rft', 'dapo'].filter((k) => (top[k] as { enabled: boolean }).enabled);
+    if (training.length > 0)
+      fail(
+        `${training[0]}.enabled`,
+        "false with engine.backend 'remote' (the pipeline updates weights in process; a remote server evaluates only)",
+        true,
+      );
+  }
+  if (en.model !== undefined && typeof en.model !== 'string') fail('engine.model', 'the served model name', en.model);
+  check(
+    c.episode as never,
+    {
+      maxTurns: 'int+',
+      maxTokensPerTurn: 'int+',
+      maxContextTokens: 'int+',
+      commandTimeoutMs: 'int+',
+      episodeTimeoutMs: 'int+',
+      concurrency: 'int+',
+      maxObservationChars: 'int+',
+    },
+    'episode.',
+  );
+  check(
+    c.warmStart as never,
+    { enabled: 'bool', demos: 'int0', noise: 'unit', epochs: 'int0', lr: 'num0', batchSize: 'int+' },
+    'warmStart.',
+  );
+  check(c.tokenizer as never, { vocabSize: 'int+' }, 'tokenizer.');
+  if (c.tokenizer.vocabSize < 300) fail('tokenizer.vocabSize', 'at least 300', c.tokenizer.vocabSize);
+  check(c.eval as never, { k: 'int+' }, 'eval.');
+  check(
+    c.rft as never,
+    { enabled: 'bool', samplesPerTask: 'int+', epochs: 'int0', lr: 'num0', warmupRatio: 'unit', batchSize: 'int+' },
+    'rft.',
+  );
+  const d = c.dapo as unknown as Record<string, unknown>;
+  if (!Array.isArray(d.stages) || d.stages.length === 0) fail('dapo.stages', 'a non-empty array', d.stages);
+  (d.stages as unknown[]).forEach((st, i) => {
+    if (typeof st !== 'object' || st === null) fail(`dapo.stages[${i}]`, 'an object', st);
+    check(
+      st as never,
+      { iterations: 'int0', maxTurns: 'int+', maxContextTokens: 'int+', tasksPerIteration: 'int+' },
+      `dapo.stages[${i}].`,
+    );
+  });
+  check(
+    Object.fromEntries(Object.entries(d).filter(([k]) => k !== 'stages')),
+    {
+      enabled: 'bool',
+      samplesPerTask: 'int+',
+      stepsPerIteration: 'int+',
+      lr: 'num0',
+      clipLow: 'unit',
+      clipHigh: 'num0',
+      agg: ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum', 'seq-mean-token-sum-norm'],
+      estimator: ['grpo', 'drgrpo', 'rloo'],
+      dropZeroAdvantage: 'bool',
+      filterOverlong: 'bool',
+      klCoef: 'num0',
+      entropyCoef: 'num0',
+      temperature: 'num+',
+      topP: 'unit',
+      topK: 'int0',
+      minP: 'unit',
+      turnPenaltyThreshold: 'int+',
+    },
+    'dapo.',
+  );
+  if (c.dapo.samplesPerTask < 2 && c.dapo.enabled)
+    fail('dapo.samplesPerTask', 'at least 2 (a group)', c.dapo.samplesPerTask);
+  if (c.dapo.agg === 'seq-mean-token-sum-norm')
+    fail(
+      'dapo.agg',
+      "a mode other than 'seq-mean-token-sum-norm' (the pipeline has no normLength setting yet)",
+      c.dapo.agg,
+    );
+  return c;
+}
+
+/** Sampling filters in RL change the distribution the logprobs come from: a loud warning. */
+export function rlFilterWarnings(c: PipelineConfig): string[] {
+  const w: string[] = [];
+  if (c.dapo.temperature !== 1) w.push(`dapo.temperature is ${c.dapo.temperature}, not 1`);
+  if (c.dapo.topP < 1) w.push(`dapo.topP is ${c.dapo.topP}`);
+  if (c.dapo.topK > 0) w.push(`dapo.topK is ${c.dapo.topK}`);
+  if (c.dapo.minP > 0) w.push(`dapo.minP is ${c.dapo.minP}`);
+  return w;
+}
+
+/** Reads a JSON config file over a preset (`preset` field, default 'default'). */
+export async function loadConfig(path: string): Promise<PipelineConfig> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    throw new SwerlError(`cannot read the config ${path}: ${(e as Error).message}`, 'IO_ERROR');
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (e) {
+    throw new SwerlError(`the config ${path} is not valid JSON: ${(e as Error).message}`, 'INVALID_CONFIG');
+  }
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) fail('config', 'a JSON object', json);
+  const preset = (json as { preset?: unknown }).preset ?? 'default';
+  if (typeof preset !== 'string') fail('preset', 'a preset name', preset);
+  return resolveConfig(json, preset);
+}

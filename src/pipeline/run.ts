@@ -1,0 +1,332 @@
+/**
+ * runPipeline: the whole job over one config, into a run folder (DESIGN.md section 6):
+ * tasks → (embedded: expert demonstrations, tokenizer, warm start) → eval base → RFT → eval →
+ * DAPO iterations (the two-stage schedule) → eval, with metrics.jsonl, summary.json, report.html
+ * and checkpoints/. After every phase and every DAPO iteration the policy is checkpointed
+ * (Hugging Face safetensors and the tokenizer) and state.json records the position, both written
+ * atomically (a temporary name, then a rename); `resume` continues from there, so a killed run
+ * loses at most the phase or iteration in flight and repeats none that finished. Seeds derive from
+ * the config and the phase, so a resumed run samples what the uninterrupted one would have. Not
+ * yet saved: AdamW's moments (a resumed DAPO restarts them).
+ */
+import { createHash } from 'node:crypto';
+import { appendFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { SYSTEM_PROMPT } from '../agent/scaffold.js';
+import { Engine } from '../engine/engine.js';
+import { RemoteEngine } from '../engine/remote.js';
+import { generateMiniSweTasks } from '../env/mini-swe/generate.js';
+import { loadTasks, type SweTask } from '../env/tasks.js';
+import { SwerlError } from '../errors.js';
+import { Model } from '../model/model.js';
+import { EMBEDDED_MODEL_CONFIG } from '../model/presets.js';
+import { Tokenizer } from '../tokenizer/tokenizer.js';
+import { AdamW } from '../train/adamw.js';
+import { type PipelineConfig, rlFilterWarnings } from './config.js';
+import { writeReport } from './report.js';
+import {
+  dapoIteration,
+  demoSample,
+  type EvalResult,
+  evaluate,
+  expertDemos,
+  type Policy,
+  rft,
+  type StageHooks,
+  sftEpochs,
+  shuffled,
+} from './stages.js';
+
+/** One evaluated stage in summary.json. */
+export interface StageSummary {
+  name: string;
+  pass1: number;
+  passK: number;
+  k: number;
+  tasks: number;
+}
+
+/** summary.json. */
+export interface RunSummary {
+  preset: string;
+  stages: StageSummary[];
+  wallSeconds: number;
+  seed: number;
+  trainTasks: number;
+  testTasks: number;
+  dapoIterations: number;
+  finished: boolean;
+  warnings: string[];
+}
+
+/** Options of {@link runPipeline}. */
+export interface RunOptions {
+  out: string;
+  /** Continue the run in `out` from its last checkpoint. */
+  resume?: boolean;
+  /** Progress of the current unit of work (progress bars). */
+  progress?: (label: string, done: number, total: number) => void;
+  /** Human-readable lines: one per phase and per DAPO iteration. */
+  say?: (line: string) => void;
+}
+
+interface RunState {
+  configHash: string;
+  /** Phases finished, in order: warmstart, eval-base, rft, eval-rft, dapo-<s>-<i>, eval-dapo. */
+  done: string[];
+  stages: StageSummary[];
+  elapsedSeconds: number;
+  checkpoint: string | null;
+  dapoIterations: number;
+}
+
+const EVAL_NAMES: Record<string, string> = { 'eval-base': 'base', 'eval-rft': 'rft', 'eval-dapo': 'dapo' };
+
+function hashConfig(c: PipelineConfig): string {
+  return createHash('sha256').update(JSON.stringify(c)).digest('hex').slice(0, 16);
+}
+
+async function writeAtomic(path: string, content: string): Promise<void> {
+  const tmp = `${path}.tmp-${process.pid}`;
+  await writeFile(tmp, content);
+  await rename(tmp, path);
+}
+
+async function tasksFor(c: PipelineConfig): Promise<{ train: SweTask[]; test: SweTask[] }> {
+  if (c.tasksFile) {
+    const all = await loadTasks(c.tasksFile);
+    if (all.length <= c.evalTasks)
+      throw new SwerlError(
+        `${c.tasksFile} has ${all.length} tasks; evalTasks (${c.evalTasks}) must leave some for training`,
+        'INVALID_CONFIG',
+      );
+    return { train: all.slice(0, all.length - c.evalTasks), test: all.slice(all.length - c.evalTasks) };
+  }
+  const [train, test] = await Promise.all([
+    generateMiniSweTasks({
+      count: c.miniSwe.trainTasks,
+      seed: c.seed,
+      difficulty: c.miniSwe.difficulty,
+      split: 'train',
+    }),
+    generateMiniSweTasks({
+      count: c.miniSwe.testTasks,
+      seed: c.seed + 1,
+      difficulty: c.miniSwe.difficulty,
+      split: 'test',
+    }),
+  ]);
+  return { train, test };
+}
+
+/** Runs the pipeline into `o.out`; returns the summary it also writes. */
+export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<RunSummary> {
+  const t0 = performance.now();
+  const say = o.say ?? (() => {});
+  await mkdir(join(o.out, 'checkpoints'), { recursive: true });
+  const statePath = join(o.out, 'state.json');
+  let state: RunState;
+  if (o.resume) {
+    try {
+      state = JSON.parse(await readFile(statePath, 'utf8')) as RunState;
+    } catch {
+      throw new SwerlError(
+        `nothing to resume in ${o.out}: no state.json (start the run without --resume)`,
+        'CANNOT_RESUME',
+      );
+    }
+    if (state.configHash !== hashConfig(c))
+      throw new SwerlError(
+        `the run in ${o.out} used a different config; resume with the same preset/config, or use another --out`,
+        'CANNOT_RESUME',
+      );
+    say(`resuming after ${state.done.length} finished phases (${state.done.at(-1) ?? 'none'})`);
+  } else {
+    state = { configHash: hashConfig(c), done: [], stages: [], elapsedSeconds: 0, checkpoint: null, dapoIterations: 0 };
+    await rm(join(o.out, 'metrics.jsonl'), { force: true });
+  }
+  await writeAtomic(join(o.out, 'config.json'), `${JSON.stringify(c, null, 2)}\n`);
+  const warnings = rlFilterWarnings(c);
+  for (const w of warnings)
+    say(`WARNING: ${w}: RL samples from a filtered distribution; importance ratios and the policy gradient are biased`);
+  const metricsPath = join(o.out, 'metrics.jsonl');
+  let written: Promise<void> = Promise.resolve(); // metrics lines, appended in order
+  const hooks: StageHooks = {
+    log: (e) => {
+      const line = `${JSON.stringify({ t: Date.now(), ...e })}\n`;
+      written = written.then(() => appendFile(metricsPath, line));
+    },
+    progress: o.progress,
+  };
+  const done = (phase: string) => state.done.includes(phase);
+  const prior = state.elapsedSeconds; // time spent before a resume
+  const elapsed = () => prior + (performance.now() - t0) / 1000;
+
+  say(`tasks: ${c.tasksFile ?? `mini-SWE (difficulty ${c.miniSwe.difficulty})`}`);
+  const { train, test } = await tasksFor(c);
+  say(`  ${train.length} training tasks, ${test.length} held-out tasks`);
+
+  if (c.engine.backend === 'remote') {
+    // Evaluation only (the config check guarantees no training stage): the server holds the weights.
+    const tokenizer = await Tokenizer.load(c.modelDir as string);
+    const engine = new RemoteEngine({
+      baseURL: c.engine.url as string,
+      model: c.engine.model ?? basename(c.modelDir as string),
+    });
+    const r = await evaluate({ engine, tokenizer } as unknown as Policy, test, c, 'base', hooks);
+    state.stages = [{ name: 'base', pass1: r.pass1, passK: r.passK, k: r.k, tasks: r.tasks }];
+    say(`base  Pass@1 ${(r.pass1 * 100).toFixed(1)}%  Pass@${r.k} ${(r.passK * 100).toFixed(1)}%`);
+    return finish();
+  }
+
+  // The policy: from the last checkpoint, a model folder, or built here (the embedded default).
+  let model: Model;
+  let tokenizer: Tokenizer;
+  if (state.checkpoint) {
+    model = await Model.load(state.checkpoint);
+    tokenizer = await Tokenizer.load(state.checkpoint);
+  } else if (c.modelDir) {
+    model = await Model.load(c.modelDir);
+    tokenizer = await Tokenizer.load(c.modelDir);
+  } else {
+    say(`expert demonstrations: ${c.warmStart.demos}`);
+    const demoTasks = Array.from({ length: c.warmStart.demos }, (_, i) => train[i % train.length] as SweTask);
+    const demos = await expertDemos(demoTasks, c, hooks);
+    const corpus = [
+      SYSTEM_PROMPT,
+      ...train.map((t) => t.problem_statement),
+      ...demos.flatMap((d) => d.messages.map((m) => m.content)),
+    ];
+    tokenizer = Tokenizer.train(corpus, { vocabSize: c.tokenizer.vocabSize });
+    model = Model.random({ ...EMBEDDED_MODEL_CONFIG, vocab_size: tokenizer.vocabSize }, c.seed);
+    say(`embedded model: ${(model.numParameters / 1e6).toFixed(2)} M parameters, vocabulary ${tokenizer.vocabSize}`);
+    if (c.warmStart.enabled && c.warmStart.epochs > 0) {
+      const samples = demos.map((d) => demoSample(d, tokenizer));
+      const steps = await sftEpochs(
+        { model, tokenizer } as Policy,
+        samples,
+        { ...c.warmStart, warmupRatio: 0.05, seed: c.seed + 5, stage: 'warmstart' },
+        hooks,
+      );
+      say(`warm start: ${steps.length} steps, loss ${steps[0]?.loss.toFixed(3)} -> ${steps.at(-1)?.loss.toFixed(3)}`);
+    }
+    state.done.push('warmstart');
+    await checkpoint('warmstart');
+  }
+  const engine = new Engine({
+    model,
+    kvBlocks: c.engine.kvBlocks,
+    maxBatchTokens: c.engine.maxBatchTokens,
+    blockSize: 16,
+  });
+  const policy: Policy = { model, engine, tokenizer };
+
+  async function checkpoint(name: string): Promise<void> {
+    const dir = join(o.out, 'checkpoints', name);
+    const tmp = `${dir}.tmp-${process.pid}`;
+    await rm(tmp, { recursive: true, force: true });
+    await model.save(tmp);
+    await tokenizer.save(tmp);
+    await rm(dir, { recursive: true, force: true });
+    await rename(tmp, dir);
+    const previous = state.checkpoint;
+    state.checkpoint = dir;
+    state.elapsedSeconds = elapsed();
+    await writeAtomic(statePath, `${JSON.stringify(state, null, 2)}\n`);
+    if (previous && previous !== dir) await rm(previous, { recursive: true, force: true });
+  }
+
+  const recordEval = async (phase: string, r: EvalResult) => {
+    const name = EVAL_NAMES[phase] ?? phase;
+    state.stages = state.stages.filter((s) => s.name !== name);
+    state.stages.push({ name, pass1: r.pass1, passK: r.passK, k: r.k, tasks: r.tasks });
+    say(
+      `${name.padEnd(5)} Pass@1 ${(r.pass1 * 100).toFixed(1)}%  Pass@${r.k} ${(r.passK * 100).toFixed(1)}%  (${r.tasks} held-out tasks)`,
+    );
+    state.done.push(phase);
+    state.elapsedSeconds = elapsed();
+    await writeAtomic(statePath, `${JSON.stringify(state, null, 2)}\n`);
+    await written;
+    await writeReport(o.out);
+  };
+
+  if (!done('eval-base')) await recordEval('eval-base', await evaluate(policy, test, c, 'base', hooks));
+
+  if (c.rft.enabled && !done('rft')) {
+    const s = await rft(policy, train, c, hooks);
+    say(
+      `rft: ${s.kept} resolved trajectories kept of ${s.episodes} (${((s.resolved ?? 0) * 100).toFixed(1)}% resolved)`,
+    );
+    state.done.push('rft');
+    await checkpoint('rft');
+  }
+  if (c.rft.enabled && !done('eval-rft')) await recordEval('eval-rft', await evaluate(policy, test, c, 'rft', hooks));
+
+  if (c.dapo.enabled) {
+    let pool = [...train];
+    const optimizer = new AdamW(model, { lr: c.dapo.lr, weightDecay: 0 });
+    for (const [si, stage] of c.dapo.stages.entries()) {
+      const solvedBy = new Map<string, { tries: number; solved: number }>();
+      for (let it = 0; it < stage.iterations; it++) {
+        const phase = `dapo-${si}-${it}`;
+        const tasks = shuffled(pool, c.seed * 31 + si * 1000 + it).slice(0, stage.tasksPerIteration);
+        if (done(phase)) continue;
+        const { metrics, records } = await dapoIteration(
+          policy,
+          tasks,
+          c,
+          stage,
+          state.dapoIterations + 1,
+          optimizer,
+          hooks,
+        );
+        for (const r of records) {
+          const e = solvedBy.get(r.instance_id) ?? { tries: 0, solved: 0 };
+          e.tries++;
+          if (r.resolved) e.solved++;
+          solvedBy.set(r.instance_id, e);
+        }
+        state.dapoIterations++;
+        say(
+          `dapo ${state.dapoIterations}: reward ${metrics.reward?.toFixed(3)}  resolved ${((metrics.resolved ?? 0) * 100).toFixed(1)}%  ` +
+            `turns ${metrics.turns?.toFixed(1)}  trained ${metrics.trainedSamples}/${metrics.episodes} (${metrics.droppedGroups} flat groups)  ` +
+            `entropy ${metrics.entropy?.toFixed(3)}  clip ${metrics.clipFracLow?.toFixed(3)}/${metrics.clipFracHigh?.toFixed(3)}`,
+        );
+        state.done.push(phase);
+        await checkpoint(`dapo-${si}-${it}`);
+        await written;
+        await writeReport(o.out);
+      }
+      // Between stages: drop the tasks every sample solved (easy) and those never solved.
+      if (si + 1 < c.dapo.stages.length) {
+        const keep = pool.filter((t) => {
+          const e = solvedBy.get(t.instance_id);
+          return !e || (e.solved > 0 && e.solved < e.tries);
+        });
+        if (keep.length > 0) pool = keep;
+        say(`stage ${si + 2}: ${pool.length} tasks kept (easy and never-solved ones dropped)`);
+      }
+    }
+    if (!done('eval-dapo')) await recordEval('eval-dapo', await evaluate(policy, test, c, 'dapo', hooks));
+  }
+
+  return finish();
+
+  async function finish(): Promise<RunSummary> {
+    const summary: RunSummary = {
+      preset: c.preset,
+      stages: state.stages,
+      wallSeconds: elapsed(),
+      seed: c.seed,
+      trainTasks: train.length,
+      testTasks: test.length,
+      dapoIterations: state.dapoIterations,
+      finished: true,
+      warnings,
+    };
+    await writeAtomic(join(o.out, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
+    await written;
+    await writeReport(o.out);
+    return summary;
+  }
+}

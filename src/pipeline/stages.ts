@@ -1,0 +1,301 @@
+/**
+ * The pipeline's stages as functions over one policy (a Model, its Engine and Tokenizer):
+ * - expert demonstrations and the warm-start SFT on them (the embedded model's prior);
+ * - evaluation: Pass@1 averaged over k runs and Pass@k on held-out tasks;
+ * - RFT: k samples per task, the resolved trajectories kept, format-error turns masked, SFT with
+ *   warmup + cosine;
+ * - DAPO iterations: G samples per task, group advantages, zero-advantage groups dropped, several
+ *   optimizer steps per iteration on the token-level clip-higher loss.
+ * Each reports metrics through `log` (one JSON object per event) and progress through `progress`.
+ */
+import { runEpisode, type Trajectory } from '../agent/episode.js';
+import type { Engine } from '../engine/engine.js';
+import type { RemoteEngine } from '../engine/remote.js';
+import { expertPolicy } from '../env/mini-swe/expert.js';
+import type { SweTask } from '../env/tasks.js';
+import type { Model } from '../model/model.js';
+import { conversationTokens } from '../rollout/chatml.js';
+import type { RolloutRecord } from '../rollout/record.js';
+import { runRollouts } from '../rollout/rollouts.js';
+import { policySamples, rftSamples } from '../rollout/samples.js';
+import type { Tokenizer } from '../tokenizer/tokenizer.js';
+import { AdamW, warmupCosineLr } from '../train/adamw.js';
+import { type StepMetrics, Trainer, type TrainSample } from '../train/trainer.js';
+import type { DapoStageConfig, PipelineConfig } from './config.js';
+
+/** The policy being trained. */
+export interface Policy {
+  model: Model;
+  engine: Engine | RemoteEngine;
+  tokenizer: Tokenizer;
+}
+
+/** Hooks for metrics and progress. */
+export interface StageHooks {
+  log: (event: Record<string, unknown>) => void;
+  /** A stage's progress: done of total units (episodes or steps), with a label. */
+  progress?: (label: string, done: number, total: number) => void;
+}
+
+/** Deterministic shuffle (mulberry32). */
+export function shuffled<T>(xs: T[], seed: number): T[] {
+  let a = seed >>> 0;
+  const rnd = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const out = [...xs];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(rnd() * (i + 1));
+    [out[i], out[j]] = [out[j] as T, out[i] as T];
+  }
+  return out;
+}
+
+/** The scripted expert's trajectories on `tasks` (for the warm start), `concurrency` at a time. */
+export async function expertDemos(tasks: SweTask[], c: PipelineConfig, hooks: StageHooks): Promise<Trajectory[]> {
+  const out: Trajectory[] = new Array(tasks.length);
+  let next = 0;
+  let done = 0;
+  const worker = async () => {
+    while (next < tasks.length) {
+      const i = next++;
+      const task = tasks[i] as SweTask;
+      out[i] = await runEpisode({
+        task,
+        policy: expertPolicy(task, { noise: c.warmStart.noise, seed: c.seed * 1000 + i }),
+        maxTurns: 40,
+        maxObservationChars: c.episode.maxObservationChars,
+        commandTimeoutMs: c.episode.commandTimeoutMs,
+      });
+      hooks.progress?.('demonstrations', ++done, tasks.length);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(4, tasks.length) }, worker));
+  return out;
+}
+
+/** A trajectory as a training sample: every response trained except format errors. */
+export function demoSample(t: Trajectory, tokenizer: Tokenizer): TrainSample {
+  return conversationTokens(t.messages, tokenizer, (turn) => t.turns[turn]?.formatError == null);
+}
+
+/** SFT epochs over samples (shuffled per epoch), one optimizer step per batch. */
+export async function sftEpochs(
+  p: Policy,
+  samples: TrainSample[],
+  o: { epochs: number; batchSize: number; lr: number; warmupRatio: number; seed: number; stage: string },
+  hooks: StageHooks,
+): Promise<StepMetrics[]> {
+  const steps = Math.ceil(samples.length / o.batchSize) * o.epochs;
+  if (steps === 0) return [];
+  const opt = new AdamW(p.model, {
+    lr:
+      steps > 1
+        ? warmupCosineLr({
+            peak: o.lr,
+            warmupSteps: Math.min(Math.floor(steps * o.warmupRatio), steps - 1),
+            totalSteps: steps,
+          })
+        : o.lr,
+    weightDecay: 0.01,
+  });
+  const trainer = new Trainer(p.model, { optimizer: opt });
+  const out: StepMetrics[] = [];
+  for (let e = 0; e < o.epochs; e++) {
+    const order = shuffled(samples, o.seed + e);
+    for (let b = 0; b < order.length; b += o.batchSize) {
+      const m = await trainer.sftStep(order.slice(b, b + o.batchSize));
+      out.push(m);
+      hooks.log({
+        stage: o.stage,
+        event: 'step',
+        epoch: e,
+        step: out.length,
+        loss: m.loss,
+        gradNorm: m.gradNorm,
+        lr: m.lr,
+        tokens: m.tokens,
+        tokensPerSecond: m.tokens / m.seconds,
+      });
+      hooks.progress?.(`${o.stage} steps`, out.length, steps);
+    }
+  }
+  return out;
+}
+
+/** Pass@1 averaged over k runs, and Pass@k, with the records. */
+export interface EvalResult {
+  pass1: number;
+  passK: number;
+  k: number;
+  tasks: number;
+  records: RolloutRecord[];
+}
+
+function rolloutOptions(c: PipelineConfig, limits?: { maxTurns: number; maxContextTokens: number }) {
+  return {
+    maxTurns: limits?.maxTurns ?? c.episode.maxTurns,
+    maxTokensPerTurn: c.episode.maxTokensPerTurn,
+    maxContextTokens: limits?.maxContextTokens ?? c.episode.maxContextTokens,
+    commandTimeoutMs: c.episode.commandTimeoutMs,
+    episodeTimeoutMs: c.episode.episodeTimeoutMs,
+    concurrency: c.episode.concurrency,
+    maxObservationChars: c.episode.maxObservationChars,
+    turnPenaltyThreshold: c.dapo.turnPenaltyThreshold,
+    sandbox:
+      c.sandbox.kind === 'docker'
+        ? { kind: 'docker' as const, image: c.sandbox.image ?? 'node:20-bookworm' }
+        : undefined,
+  };
+}
+
+/** Evaluates the policy on held-out tasks: k samples each at temperature 1. */
+export async function evaluate(
+  p: Policy,
+  tasks: SweTask[],
+  c: PipelineConfig,
+  stage: string,
+  hooks: StageHooks,
+): Promise<EvalResult> {
+  const k = c.eval.k;
+  let done = 0;
+  const records = await runRollouts({
+    engine: p.engine,
+    tokenizer: p.tokenizer,
+    tasks,
+    samplesPerTask: k,
+    seed: c.seed * 7919 + 17,
+    sampling: { temperature: 1 },
+    ...rolloutOptions(c),
+    onRecord: () => hooks.progress?.(`eval ${stage}`, ++done, tasks.length * k),
+  });
+  let pass1 = 0;
+  let passK = 0;
+  for (let i = 0; i < tasks.length; i++) {
+    const group = records.slice(i * k, (i + 1) * k);
+    const solved = group.filter((r) => r.resolved).length;
+    pass1 += solved / k;
+    if (solved > 0) passK++;
+  }
+  const n = Math.max(1, tasks.length);
+  const r: EvalResult = { pass1: pass1 / n, passK: passK / n, k, tasks: tasks.length, records };
+  hooks.log({ stage, event: 'eval', pass1: r.pass1, passK: r.passK, k, tasks: tasks.length, ...episodeStats(records) });
+  return r;
+}
+
+/** Means over records: reward, resolved share, turns, generated tokens, format errors, submits. */
+export function episodeStats(records: RolloutRecord[]): Record<string, number> {
+  const n = Math.max(1, records.length);
+  const sum = (f: (r: RolloutRecord) => number) => records.reduce((a, r) => a + f(r), 0) / n;
+  return {
+    reward: sum((r) => r.reward),
+    resolved: sum((r) => (r.resolved ? 1 : 0)),
+    turns: sum((r) => r.turns.length),
+    responseTokens: sum((r) => r.assistantMask.reduce((a, x) => a + x, 0)),
+    formatErrors: sum((r) => r.turns.filter((t) => t.formatError !== null).length),
+    submitted: sum((r) => (r.finishReason === 'submit' ? 1 : 0)),
+    episodes: records.length,
+  };
+}
+
+/** RFT: k samples per training task, resolved ones kept (format errors masked), SFT. */
+export async function rft(
+  p: Policy,
+  tasks: SweTask[],
+  c: PipelineConfig,
+  hooks: StageHooks,
+): Promise<Record<string, number>> {
+  let done = 0;
+  const t0 = performance.now();
+  const records = await runRollouts({
+    engine: p.engine,
+    tokenizer: p.tokenizer,
+    tasks,
+    samplesPerTask: c.rft.samplesPerTask,
+    seed: c.seed * 104729 + 3,
+    ...rolloutOptions(c),
+    onRecord: () => hooks.progress?.('rft rollouts', ++done, tasks.length * c.rft.samplesPerTask),
+  });
+  const rolloutSeconds = (performance.now() - t0) / 1000;
+  const samples = rftSamples(records);
+  const stats = { ...episodeStats(records), kept: samples.length, rolloutSeconds };
+  hooks.log({ stage: 'rft', event: 'rollouts', ...stats });
+  await sftEpochs(p, samples, { ...c.rft, seed: c.seed + 11, stage: 'rft' }, hooks);
+  return stats;
+}
+
+/** One DAPO iteration: G rollouts per task, advantages, several optimizer steps. */
+export async function dapoIteration(
+  p: Policy,
+  tasks: SweTask[],
+  c: PipelineConfig,
+  stage: DapoStageConfig,
+  iteration: number,
+  optimizer: AdamW,
+  hooks: StageHooks,
+): Promise<{ metrics: Record<string, number>; records: RolloutRecord[] }> {
+  const G = c.dapo.samplesPerTask;
+  let done = 0;
+  const t0 = performance.now();
+  const records = await runRollouts({
+    engine: p.engine,
+    tokenizer: p.tokenizer,
+    tasks,
+    samplesPerTask: G,
+    seed: c.seed * 15485863 + iteration * 1009,
+    sampling: { temperature: c.dapo.temperature, topP: c.dapo.topP, topK: c.dapo.topK, minP: c.dapo.minP },
+    ...rolloutOptions(c, stage),
+    onRecord: () => hooks.progress?.(`dapo ${iteration} rollouts`, ++done, tasks.length * G),
+  });
+  const rolloutSeconds = (performance.now() - t0) / 1000;
+  const generated = records.reduce((a, r) => a + r.assistantMask.reduce((s, x) => s + x, 0), 0);
+  const batch = policySamples(records, {
+    estimator: c.dapo.estimator,
+    dropZeroAdvantage: c.dapo.dropZeroAdvantage,
+    filterOverlong: c.dapo.filterOverlong,
+  });
+  const trainer = new Trainer(p.model, { optimizer });
+  const steps: StepMetrics[] = [];
+  const t1 = performance.now();
+  if (batch.samples.length > 0) {
+    const order = shuffled(batch.samples, c.seed + iteration);
+    const per = Math.ceil(order.length / c.dapo.stepsPerIteration);
+    for (let b = 0; b < order.length; b += per) {
+      steps.push(
+        await trainer.policyStep(order.slice(b, b + per), {
+          clipLow: c.dapo.clipLow,
+          clipHigh: c.dapo.clipHigh,
+          agg: c.dapo.agg,
+          klCoef: 0,
+          entropyCoef: c.dapo.entropyCoef,
+        }),
+      );
+    }
+  }
+  const trainSeconds = (performance.now() - t1) / 1000;
+  const mean = (f: (m: StepMetrics) => number | undefined) =>
+    steps.length ? steps.reduce((a, m) => a + (f(m) ?? 0), 0) / steps.length : 0;
+  const metrics = {
+    iteration,
+    ...episodeStats(records),
+    groups: batch.groups,
+    droppedGroups: batch.droppedGroups,
+    trainedSamples: batch.samples.length,
+    steps: steps.length,
+    loss: mean((m) => m.loss),
+    entropy: mean((m) => m.entropy),
+    clipFracLow: mean((m) => m.clipFracLow),
+    clipFracHigh: mean((m) => m.clipFracHigh),
+    ratioDeviation: mean((m) => m.ratioDeviation),
+    gradNorm: mean((m) => m.gradNorm),
+    rolloutSeconds,
+    trainSeconds,
+    rolloutTokensPerSecond: generated / Math.max(1e-9, rolloutSeconds),
+  };
+  hooks.log({ stage: 'dapo', event: 'iteration', ...metrics });
+  return { metrics, records };
+}
