@@ -59,6 +59,15 @@ export {
 } from './model/model.js';
 export { EMBEDDED_MODEL_CONFIG, QWEN2_5_0_5B_CONFIG } from './model/presets.js';
 export {
+  type DapoStageConfig,
+  loadConfig,
+  type PipelineConfig,
+  PRESETS,
+  resolveConfig,
+} from './pipeline/config.js';
+export { type RunOptions, type RunSummary, runPipeline, type StageSummary } from './pipeline/run.js';
+export { conversationTokens, deltaText, promptText } from './rollout/chatml.js';
+export {
   type RolloutRecord,
   type RolloutTurn,
   readRollouts,

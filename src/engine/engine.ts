@@ -110,6 +110,8 @@ interface Request {
   done: boolean;
   resolve: (g: Generation) => void;
   reject: (e: unknown) => void;
+  /** Removes the abort listener from the caller's signal. */
+  detach?: () => void;
 }
 
 /** Continuous batching over one model and one KV cache. */
@@ -260,7 +262,13 @@ export class Engine {
       };
       if (r.signal) {
         if (r.signal.aborted) req.aborted = true;
-        else r.signal.addEventListener('abort', () => this.#abort(req), { once: true });
+        else {
+          // Removed when the request ends: one signal often spans many requests (an episode).
+          const signal = r.signal;
+          const onAbort = () => this.#abort(req);
+          signal.addEventListener('abort', onAbort, { once: true });
+          req.detach = () => signal.removeEventListener('abort', onAbort);
+        }
       }
       this.#waiting.push(req);
       this.#kick();
@@ -292,6 +300,7 @@ export class Engine {
         this.#running.length = 0;
         this.#waiting.length = 0;
         r.done = true;
+        r.detach?.();
         r.state.busy = false;
         this.#release(r.state);
         r.reject(e);
@@ -485,6 +494,7 @@ export class Engine {
   #finish(r: Request, reason: Generation['finishReason']): void {
     if (r.done) return;
     r.done = true;
+    r.detach?.();
     const st = r.state;
     st.busy = false;
     st.lastUsed = this.#clock++;

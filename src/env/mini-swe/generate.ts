@@ -190,13 +190,13 @@ export async function generateMiniSweTasks(o: MiniSweOptions): Promise<SweTask[]
   if (split !== 'train' && split !== 'test') throw invalidArgument('split', "'train' or 'test'", split);
   const pool = candidates(split, difficulty);
   const dead = new Set<string>(); // mutants no test kills (or whose check does not show the bug)
-  const rng = mulberry32(o.seed);
-  const tasks: SweTask[] = [];
-  for (let i = 0; i < o.count; i++) {
-    let task: SweTask | null = null;
-    for (let attempt = 0; task === null; attempt++) {
-      if (attempt >= 200 || dead.size >= pool.length)
-        throw new SwerlError('mini-SWE: no bug of this split and tier survives validation', 'INTERNAL');
+  const cleanRuns = new Map<string, Promise<Record<string, 'pass' | 'fail'>>>(); // by repository
+  // Each task draws from its own stream (seed, index), so tasks are independent and validated
+  // a few at a time; the result depends only on the seed.
+  const one = async (i: number): Promise<SweTask> => {
+    const rng = mulberry32((Math.imul(o.seed + 1, 0x9e3779b1) ^ Math.imul(i + 1, 0x85ebca6b)) >>> 0);
+    for (let attempt = 0; attempt < 200; attempt++) {
+      if (dead.size >= pool.length) break;
       const c = pool[Math.floor(rng() * pool.length)] as Candidate;
       const others = CATALOGUE.filter((x) => x !== c.m);
       const distractors: ModuleTemplate[] = [];
@@ -206,16 +206,31 @@ export async function generateMiniSweTasks(o: MiniSweOptions): Promise<SweTask[]
       }
       const id = `${c.m.name}-${c.auto ? c.auto.id : c.x.id}`;
       if (dead.has(id)) continue;
-      task = await makeTask(c, distractors, `mini-swe__${id}-${o.seed}-${i}`);
-      if (task === null) dead.add(id);
+      const task = await makeTask(c, distractors, `mini-swe__${id}-${o.seed}-${i}`, cleanRuns);
+      if (task !== null) return task;
+      dead.add(id);
     }
-    tasks.push(task);
-  }
+    throw new SwerlError('mini-SWE: no bug of this split and tier survives validation', 'INTERNAL');
+  };
+  const tasks: SweTask[] = new Array(o.count);
+  let next = 0;
+  const worker = async () => {
+    while (next < o.count) {
+      const i = next++;
+      tasks[i] = await one(i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(3, o.count) }, worker));
   return tasks;
 }
 
 /** One validated task, or null for a mutant that no test kills. */
-async function makeTask(c: Candidate, distractors: ModuleTemplate[], instanceId: string): Promise<SweTask | null> {
+async function makeTask(
+  c: Candidate,
+  distractors: ModuleTemplate[],
+  instanceId: string,
+  cleanRuns: Map<string, Promise<Record<string, 'pass' | 'fail'>>>,
+): Promise<SweTask | null> {
   const m = c.m;
   const find = c.auto ? c.auto.find : c.x.find;
   const replace = c.auto ? c.auto.replace : c.x.replace;
@@ -225,7 +240,14 @@ async function makeTask(c: Candidate, distractors: ModuleTemplate[], instanceId:
   if (m.source.split(find).length !== 2)
     throw new SwerlError(`catalogue: ${instanceId} does not occur exactly once`, 'INTERNAL');
   const buggy = { ...clean, [m.file]: m.source.replace(find, replace) };
-  const [before, after] = await Promise.all([runAllTests(clean), runAllTests(buggy)]);
+  // The clean repository's results depend only on its modules: run once per set.
+  const key = modules.map((mm) => mm.name).join(',');
+  let cleanRun = cleanRuns.get(key);
+  if (!cleanRun) {
+    cleanRun = runAllTests(clean);
+    cleanRuns.set(key, cleanRun);
+  }
+  const [before, after] = await Promise.all([cleanRun, runAllTests(buggy)]);
   const ids = Object.keys(before);
   const failToPass = ids.filter((id) => after[id] !== 'pass').sort();
   const passToPass = ids.filter((id) => after[id] === 'pass').sort();
