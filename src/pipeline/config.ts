@@ -275,6 +275,15 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
     },
     'dapo.',
   );
+  // Every episode must fit the KV cache alone (the engine preempts under pressure, but one
+  // conversation larger than the cache would fail with PROMPT_TOO_LONG mid-run).
+  const longest = Math.max(c.episode.maxContextTokens, ...c.dapo.stages.map((st) => st.maxContextTokens));
+  if (c.engine.backend === 'local' && c.engine.kvBlocks * 16 < longest + c.episode.maxTokensPerTurn)
+    fail(
+      'engine.kvBlocks',
+      `at least ${Math.ceil((longest + c.episode.maxTokensPerTurn) / 16)} (16-token blocks for the longest episode)`,
+      c.engine.kvBlocks,
+    );
   if (c.dapo.samplesPerTask < 2 && c.dapo.enabled)
     fail('dapo.samplesPerTask', 'at least 2 (a group)', c.dapo.samplesPerTask);
   if (c.dapo.agg === 'seq-mean-token-sum-norm')

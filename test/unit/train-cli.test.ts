@@ -43,6 +43,7 @@ describe('node train.js', () => {
       bad({ warmStart: { bogus: 1 } }, /warmStart\.bogus/);
       bad({ dapo: { stages: [] } }, /dapo\.stages/);
       bad({ engine: { backend: 'remote' } }, /engine\.url/);
+      bad({ engine: { kvBlocks: 64 } }, /engine\.kvBlocks/);
       bad('{ not json', /not valid JSON/);
       bad({ preset: 'nope' }, /preset/);
       expect(existsSync(join(dir, 'run'))).toBe(false); // nothing ran

@@ -80,43 +80,64 @@ void tileRows(const KvRows& r, size_t p0, size_t n, size_t offset, const float**
 // One query's heads of one KV group (the heads sharing a K/V row), reading each tile of K and V
 // once for all of them. Per head the arithmetic is that of a head alone: tiles in order, the
 // online softmax state (m, l, acc) its own.
-void attendGroup(const AttentionOps& ops, const float* q, size_t heads, size_t last, const KvRows& k, const KvRows& v,
-                 size_t kvOffset, size_t hd, float scale, float* acc, float* out, float* lse) {
-  constexpr size_t kMaxGroup = 64;
-  float m[kMaxGroup], l[kMaxGroup];
-  for (size_t h = 0; h < heads; ++h) {
-    m[h] = -std::numeric_limits<float>::infinity();
-    l[h] = 0;
+// Queries attended together: they read each K/V tile once (from cache after the first), where
+// one query per task re-read every tile from memory for every query.
+constexpr size_t kQueryBlock = 8;
+
+// Queries t0 .. t0+nq−1 (one sequence) × the `heads` heads of one KV group. Per (query, head) the
+// tiles, the scores and the softmax update are exactly those of attending it alone: blocking
+// changes only the loop order, so results do not depend on which queries share a block.
+void attendBlock(const AttentionOps& ops, const float* q, size_t qStride, const int64_t* pos, size_t t0, size_t nq,
+                 size_t h0, size_t heads, size_t allHeads, const KvRows& k, const KvRows& v, size_t kvOffset,
+                 size_t hd, float scale, float* acc, float* out, float* lse) {
+  constexpr size_t kMax = 64 * kQueryBlock;
+  float m[kMax], l[kMax];
+  const size_t pairs = nq * heads;
+  size_t lastMax = 0;
+  for (size_t i = 0; i < nq; ++i) lastMax = std::max(lastMax, static_cast<size_t>(pos[t0 + i]));
+  for (size_t j = 0; j < pairs; ++j) {
+    m[j] = -std::numeric_limits<float>::infinity();
+    l[j] = 0;
   }
-  std::fill(acc, acc + heads * hd, 0.0f);
+  std::fill(acc, acc + pairs * hd, 0.0f);
   float s[kAttnTile], e[kAttnTile];
   const float* kr[kAttnTile];
   const float* vr[kAttnTile];
-  for (size_t p0 = 0; p0 <= last; p0 += kAttnTile) {
-    const size_t n = std::min(kAttnTile, last + 1 - p0);
-    tileRows(k, p0, n, kvOffset, kr);
-    tileRows(v, p0, n, kvOffset, vr);
-    for (size_t h = 0; h < heads; ++h) {
-      ops.tileDots(q + h * hd, kr, n, hd, s);
-      float tileMax = -std::numeric_limits<float>::infinity();
-      for (size_t i = 0; i < n; ++i) {
-        s[i] *= scale;
-        tileMax = std::max(tileMax, s[i]);
+  for (size_t p0 = 0; p0 <= lastMax; p0 += kAttnTile) {
+    const size_t nAll = std::min(kAttnTile, lastMax + 1 - p0);
+    tileRows(k, p0, nAll, kvOffset, kr);
+    tileRows(v, p0, nAll, kvOffset, vr);
+    for (size_t i = 0; i < nq; ++i) {
+      const size_t last = static_cast<size_t>(pos[t0 + i]);
+      if (p0 > last) continue;
+      const size_t n = std::min(kAttnTile, last + 1 - p0);
+      const float* qi = q + (t0 + i) * qStride + h0 * hd;
+      for (size_t h = 0; h < heads; ++h) {
+        const size_t j = i * heads + h;
+        ops.tileDots(qi + h * hd, kr, n, hd, s);
+        float tileMax = -std::numeric_limits<float>::infinity();
+        for (size_t x = 0; x < n; ++x) {
+          s[x] *= scale;
+          tileMax = std::max(tileMax, s[x]);
+        }
+        const float m2 = std::max(m[j], tileMax);
+        const float r = std::exp(m[j] - m2);  // 0 on the first tile (m = −Inf)
+        l[j] *= r;
+        ops.scale(acc + j * hd, r, hd);
+        l[j] += ops.tileExp(s, n, m2, e);
+        ops.tileAxpy(acc + j * hd, e, vr, n, hd);
+        m[j] = m2;
       }
-      const float m2 = std::max(m[h], tileMax);
-      const float r = std::exp(m[h] - m2);  // 0 on the first tile (m = −Inf)
-      l[h] *= r;
-      ops.scale(acc + h * hd, r, hd);
-      l[h] += ops.tileExp(s, n, m2, e);
-      ops.tileAxpy(acc + h * hd, e, vr, n, hd);
-      m[h] = m2;
     }
   }
-  for (size_t h = 0; h < heads; ++h) {
-    const float inv = 1.0f / l[h];
-    for (size_t d = 0; d < hd; ++d) out[h * hd + d] = acc[h * hd + d] * inv;
-    if (lse) lse[h] = m[h] + std::log(l[h]);
-  }
+  for (size_t i = 0; i < nq; ++i)
+    for (size_t h = 0; h < heads; ++h) {
+      const size_t j = i * heads + h;
+      const float inv = 1.0f / l[j];
+      float* o = out + ((t0 + i) * allHeads + h0 + h) * hd;
+      for (size_t d = 0; d < hd; ++d) o[d] = acc[j * hd + d] * inv;
+      if (lse) lse[(t0 + i) * allHeads + h0 + h] = m[j] + std::log(l[j]);
+    }
 }
 
 }  // namespace
@@ -135,18 +156,24 @@ void causalAttention(const float* q, size_t qStride, const int64_t* pos, size_t 
                      const int32_t* seq, const AttentionShape& shape, float* out, float* lse) {
   const size_t hd = shape.headDim, group = shape.heads / shape.kvHeads;
   SWERL_ASSERT(group <= 64);
-  const size_t items = T * shape.kvHeads;  // (query, KV group): each K/V tile is read once per group
+  // Blocks of up to kQueryBlock consecutive queries of one sequence.
+  std::vector<size_t> starts;
+  for (size_t t = 0; t < T; ++t)
+    if (starts.empty() || t - starts.back() == kQueryBlock || (seq && seq[t] != seq[starts.back()])) starts.push_back(t);
+  starts.push_back(T);
+  const size_t blocks = starts.size() - 1;
+  const size_t items = blocks * shape.kvHeads;  // (query block, KV group)
   const AttentionOps& ops = attentionOps();
-  // Work per item grows with the query's position; the mean is enough to size the tasks.
+  // Work per item grows with the queries' positions; the mean is enough to size the tasks.
   const size_t meanKeys = T ? static_cast<size_t>(pos[T / 2]) + 1 : 1;
-  parallelFor(items, meanKeys * hd * 2 * group, 1 << 15, [&](size_t item) {
+  parallelFor(items, meanKeys * hd * 2 * group * std::min(T, kQueryBlock), 1 << 15, [&](size_t item) {
     thread_local std::vector<float> acc;
-    acc.resize(group * hd);
-    const size_t t = item / shape.kvHeads, g = item % shape.kvHeads;
-    const size_t s = seq ? static_cast<size_t>(seq[t]) : 0;
-    const size_t h0 = g * group;
-    attendGroup(ops, q + t * qStride + h0 * hd, group, static_cast<size_t>(pos[t]), k[s], v[s], g * hd, hd, shape.scale,
-                acc.data(), out + (t * shape.heads + h0) * hd, lse ? lse + t * shape.heads + h0 : nullptr);
+    acc.resize(kQueryBlock * group * hd);
+    const size_t b = item / shape.kvHeads, g = item % shape.kvHeads;
+    const size_t t0 = starts[b], nq = starts[b + 1] - t0;
+    const size_t s = seq ? static_cast<size_t>(seq[t0]) : 0;
+    attendBlock(ops, q, qStride, pos, t0, nq, g * group, group, shape.heads, k[s], v[s], g * hd, hd, shape.scale,
+                acc.data(), out, lse);
   });
 }
 

@@ -42,8 +42,35 @@ void attnScaleAvx512(float* y, float a, size_t n) {
   }
 }
 
+namespace {
+// r[j] = the sum of v[j]'s 16 lanes, for j < 16. Every row goes through the same tree (128-bit
+// halves, then quarters, then within a quarter), and IEEE addition commutes, so a row's sum does
+// not depend on its position in the tile or on the other rows.
+inline __m512 sum16(const __m512* v) {
+  __m512 t[8], u[4];
+  for (int i = 0; i < 8; ++i)
+    t[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[i], v[i + 8], 0x44), _mm512_shuffle_f32x4(v[i], v[i + 8], 0xEE));
+  for (int i = 0; i < 4; ++i)
+    u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(t[i], t[i + 4], 0x88), _mm512_shuffle_f32x4(t[i], t[i + 4], 0xDD));
+  const __m512 ab = _mm512_add_ps(_mm512_unpacklo_ps(u[0], u[1]), _mm512_unpackhi_ps(u[0], u[1]));
+  const __m512 cd = _mm512_add_ps(_mm512_unpacklo_ps(u[2], u[3]), _mm512_unpackhi_ps(u[2], u[3]));
+  const __m512 r = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, 0x44), _mm512_shuffle_ps(ab, cd, 0xEE));
+  // Quarters hold rows 0-3, 8-11, 4-7, 12-15: put them in order.
+  return _mm512_shuffle_f32x4(r, r, 0xD8);
+}
+}  // namespace
+
 void attnTileDotsAvx512(const float* q, const float* const* rows, size_t n, size_t hd, float* s) {
-  for (size_t i = 0; i < n; ++i) s[i] = attnDotAvx512(q, rows[i], hd);
+  // One 16-lane accumulator per row over the head dimension in order, then one transposed
+  // reduction for the whole tile instead of a horizontal sum per row.
+  __m512 acc[16];
+  for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
+  for (size_t d = 0; d < hd; d += 16) {
+    const __mmask16 m = hd - d >= 16 ? static_cast<__mmask16>(0xffff) : tailMask(hd - d);
+    const __m512 qv = _mm512_maskz_loadu_ps(m, q + d);
+    for (size_t i = 0; i < n; ++i) acc[i] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, rows[i] + d), acc[i]);
+  }
+  _mm512_mask_storeu_ps(s, n >= 16 ? static_cast<__mmask16>(0xffff) : tailMask(n), sum16(acc));
 }
 
 void attnTileAxpyAvx512(float* acc, const float* e, const float* const* rows, size_t n, size_t hd) {
