@@ -88,8 +88,8 @@ constexpr size_t kQueryBlock = 8;
 // tiles, the scores and the softmax update are exactly those of attending it alone: blocking
 // changes only the loop order, so results do not depend on which queries share a block.
 void attendBlock(const AttentionOps& ops, const float* q, size_t qStride, const int64_t* pos, size_t t0, size_t nq,
-                 size_t h0, size_t heads, size_t allHeads, const KvRows& k, const KvRows& v, size_t kvOffset,
-                 size_t hd, float scale, float* acc, float* out, float* lse) {
+                 size_t h0, size_t heads, size_t allHeads, const KvRows& k, const KvRows& v, size_t kvOffset, size_t hd,
+                 float scale, float* acc, float* out, float* lse) {
   constexpr size_t kMax = 64 * kQueryBlock;
   float m[kMax], l[kMax];
   const size_t pairs = nq * heads;
@@ -159,7 +159,8 @@ void causalAttention(const float* q, size_t qStride, const int64_t* pos, size_t 
   // Blocks of up to kQueryBlock consecutive queries of one sequence.
   std::vector<size_t> starts;
   for (size_t t = 0; t < T; ++t)
-    if (starts.empty() || t - starts.back() == kQueryBlock || (seq && seq[t] != seq[starts.back()])) starts.push_back(t);
+    if (starts.empty() || t - starts.back() == kQueryBlock || (seq && seq[t] != seq[starts.back()]))
+      starts.push_back(t);
   starts.push_back(T);
   const size_t blocks = starts.size() - 1;
   const size_t items = blocks * shape.kvHeads;  // (query block, KV group)
