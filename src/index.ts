@@ -34,7 +34,7 @@ export { DockerSandbox, type DockerSandboxOptions, dockerAvailable } from './env
 export { type EvaluateOptions, type Evaluation, evaluatePatch, runAllTests, sweBenchImage } from './env/evaluate.js';
 export { closeEvaluationPool, type EvaluationJob, evaluatePatches } from './env/evaluate-pool.js';
 export { expertPolicy, taskBug } from './env/mini-swe/expert.js';
-export { bugSplit, generateMiniSweTasks, type MiniSweOptions } from './env/mini-swe/generate.js';
+export { BUG_KINDS, bugSplit, generateMiniSweTasks, type MiniSweOptions } from './env/mini-swe/generate.js';
 export { type ExecResult, isolationAvailable, LocalSandbox, type SandboxOptions } from './env/sandbox.js';
 export type { Sandbox } from './env/sandbox-api.js';
 export { type ScreenVerdict, screenTask, screenTasks } from './env/screen.js';

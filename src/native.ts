@@ -122,6 +122,7 @@ export interface NativeModel {
   optimizerState(): { step: number; m: Float32Array | null; v: Float32Array | null };
   optimizerSteps(): number;
   setOptimizerState(step: number, m: Float32Array, v: Float32Array): void;
+  resetOptimizer(): void;
   forwardPaged(
     kvCache: NativePagedKvCache,
     tokens: Int32Array,

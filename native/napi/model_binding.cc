@@ -314,7 +314,8 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
          InstanceMethod<&ModelWrap::OptimizerState>("optimizerState"),
          InstanceMethod<&ModelWrap::OptimizerSteps>("optimizerSteps"),
          InstanceMethod<&ModelWrap::WeightVersion>("weightVersion"),
-         InstanceMethod<&ModelWrap::SetOptimizerState>("setOptimizerState")});
+         InstanceMethod<&ModelWrap::SetOptimizerState>("setOptimizerState"),
+         InstanceMethod<&ModelWrap::ResetOptimizer>("resetOptimizer")});
   }
 
   // new NativeModel(config): all weights 0.
@@ -640,6 +641,16 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
     train_->step = step;
     train_->m.assign(m.Data(), m.Data() + m.ElementLength());
     train_->v.assign(v.Data(), v.Data() + v.ElementLength());
+    return env.Undefined();
+  }
+
+  // resetOptimizer(): a fresh optimizer's state (no steps, zero moments), as a new torch optimizer.
+  Napi::Value ResetOptimizer(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    requireIdle(env);
+    train_->step = 0;
+    train_->m.clear();
+    train_->v.clear();
     return env.Undefined();
   }
 

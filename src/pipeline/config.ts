@@ -3,6 +3,7 @@
  * validated field by field so that a bad config fails before anything runs, naming the field.
  */
 import { readFile } from 'node:fs/promises';
+import { BUG_KINDS } from '../env/mini-swe/generate.js';
 import { SwerlError } from '../errors.js';
 import type { LossAggregation } from '../train/losses.js';
 
@@ -23,7 +24,10 @@ export interface PipelineConfig {
   modelDir: string | null;
   /** A tasks file (.json/.jsonl/.parquet), or null for the generated mini-SWE suite. */
   tasksFile: string | null;
-  miniSwe: { trainTasks: number; testTasks: number; difficulty: number };
+  /** The generated suite: tier, and optionally only some bug kinds (BUG_KINDS). */
+  miniSwe: { trainTasks: number; testTasks: number; difficulty: number; kinds: string[] | null };
+  /** The embedded model's shape (a Qwen2 model trained from scratch; vocab from the tokenizer). */
+  embeddedModel: { hiddenSize: number; layers: number; heads: number; kvHeads: number; intermediateSize: number };
   /** Held-out tasks for evaluation when tasksFile is set: the last `evalTasks` of the file. */
   evalTasks: number;
   sandbox: { kind: 'local' | 'docker'; image?: string };
@@ -38,7 +42,16 @@ export interface PipelineConfig {
     concurrency: number;
     maxObservationChars: number;
   };
-  warmStart: { enabled: boolean; demos: number; noise: number; epochs: number; lr: number; batchSize: number };
+  warmStart: {
+    enabled: boolean;
+    demos: number;
+    noise: number;
+    /** The expert's plan (expertPolicy's style). */
+    style: 'thorough' | 'direct';
+    epochs: number;
+    lr: number;
+    batchSize: number;
+  };
   tokenizer: { vocabSize: number };
   eval: { k: number };
   rft: {
@@ -75,7 +88,8 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
   seed: 1,
   modelDir: null,
   tasksFile: null,
-  miniSwe: { trainTasks: 32, testTasks: 12, difficulty: 0 },
+  miniSwe: { trainTasks: 32, testTasks: 12, difficulty: 0, kinds: null },
+  embeddedModel: { hiddenSize: 256, layers: 6, heads: 4, kvHeads: 2, intermediateSize: 768 },
   evalTasks: 12,
   sandbox: { kind: 'local' },
   engine: { backend: 'local', kvBlocks: 8192, maxBatchTokens: 2048 },
@@ -88,7 +102,7 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
     concurrency: 16,
     maxObservationChars: 2000,
   },
-  warmStart: { enabled: true, demos: 48, noise: 0.3, epochs: 2, lr: 2e-3, batchSize: 8 },
+  warmStart: { enabled: true, demos: 48, noise: 0.3, style: 'thorough', epochs: 2, lr: 2e-3, batchSize: 8 },
   tokenizer: { vocabSize: 2048 },
   eval: { k: 2 },
   rft: { enabled: true, samplesPerTask: 2, epochs: 2, lr: 5e-4, warmupRatio: 0.1, batchSize: 8 },
@@ -120,9 +134,9 @@ export const PRESETS: Record<string, PipelineConfig> = {
   smoke: {
     preset: 'smoke',
     ...structuredClone(BASE),
-    miniSwe: { trainTasks: 6, testTasks: 3, difficulty: 0 },
+    miniSwe: { trainTasks: 6, testTasks: 3, difficulty: 0, kinds: null },
     episode: { ...BASE.episode, maxTurns: 8, maxTokensPerTurn: 64, maxContextTokens: 3072, concurrency: 6 },
-    warmStart: { enabled: true, demos: 6, noise: 0.3, epochs: 1, lr: 2e-3, batchSize: 6 },
+    warmStart: { enabled: true, demos: 6, noise: 0.3, style: 'thorough', epochs: 1, lr: 2e-3, batchSize: 6 },
     tokenizer: { vocabSize: 600 },
     eval: { k: 1 },
     rft: { enabled: true, samplesPerTask: 1, epochs: 1, lr: 5e-4, warmupRatio: 0.1, batchSize: 4 },
@@ -186,12 +200,44 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
   if (!base) fail('preset', Object.keys(PRESETS).join(' | '), preset);
   const c = merge(base, overrides, '');
   const top = c as unknown as Record<string, unknown>;
-  const sections = ['miniSwe', 'sandbox', 'engine', 'episode', 'warmStart', 'tokenizer', 'eval', 'rft', 'dapo'];
+  const sections = [
+    'miniSwe',
+    'embeddedModel',
+    'sandbox',
+    'engine',
+    'episode',
+    'warmStart',
+    'tokenizer',
+    'eval',
+    'rft',
+    'dapo',
+  ];
   for (const k of sections)
     if (typeof top[k] !== 'object' || top[k] === null || Array.isArray(top[k])) fail(k, 'an object', top[k]);
   const scalars = Object.fromEntries(Object.entries(top).filter(([k]) => !sections.includes(k)));
   check(scalars, { preset: 'str?', seed: 'int0', modelDir: 'str?', tasksFile: 'str?', evalTasks: 'int+' }, '');
-  check(c.miniSwe as never, { trainTasks: 'int+', testTasks: 'int+', difficulty: 'int0' }, 'miniSwe.');
+  const ms = c.miniSwe as unknown as Record<string, unknown>;
+  check(
+    { ...ms, kinds: undefined },
+    { trainTasks: 'int+', testTasks: 'int+', difficulty: 'int0', kinds: 'str?' },
+    'miniSwe.',
+  );
+  if (
+    ms.kinds !== null &&
+    (!Array.isArray(ms.kinds) ||
+      ms.kinds.length === 0 ||
+      ms.kinds.some((k) => !(BUG_KINDS as readonly string[]).includes(k as string)))
+  )
+    fail('miniSwe.kinds', `null or a non-empty array of ${BUG_KINDS.join(', ')}`, ms.kinds);
+  check(
+    c.embeddedModel as never,
+    { hiddenSize: 'int+', layers: 'int+', heads: 'int+', kvHeads: 'int+', intermediateSize: 'int+' },
+    'embeddedModel.',
+  );
+  const em = c.embeddedModel;
+  if (em.hiddenSize % em.heads !== 0 || (em.hiddenSize / em.heads) % 2 !== 0)
+    fail('embeddedModel.heads', `a divisor of hiddenSize ${em.hiddenSize} leaving an even head size`, em.heads);
+  if (em.heads % em.kvHeads !== 0) fail('embeddedModel.kvHeads', `a divisor of heads ${em.heads}`, em.kvHeads);
   if (c.miniSwe.difficulty > 3) fail('miniSwe.difficulty', 'in [0, 3]', c.miniSwe.difficulty);
   const sb = c.sandbox as unknown as Record<string, unknown>;
   check({ kind: sb.kind }, { kind: ['local', 'docker'] }, 'sandbox.');
@@ -231,7 +277,15 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
   );
   check(
     c.warmStart as never,
-    { enabled: 'bool', demos: 'int0', noise: 'unit', epochs: 'int0', lr: 'num0', batchSize: 'int+' },
+    {
+      enabled: 'bool',
+      demos: 'int0',
+      noise: 'unit',
+      style: ['thorough', 'direct'],
+      epochs: 'int0',
+      lr: 'num0',
+      batchSize: 'int+',
+    },
     'warmStart.',
   );
   check(c.tokenizer as never, { vocabSize: 'int+' }, 'tokenizer.');

@@ -18,6 +18,7 @@ import { RemoteEngine } from '../engine/remote.js';
 import { generateMiniSweTasks } from '../env/mini-swe/generate.js';
 import { loadTasks, type SweTask } from '../env/tasks.js';
 import { SwerlError } from '../errors.js';
+import type { HfModelConfig } from '../model/config.js';
 import { Model } from '../model/model.js';
 import { EMBEDDED_MODEL_CONFIG } from '../model/presets.js';
 import { Tokenizer } from '../tokenizer/tokenizer.js';
@@ -108,15 +109,32 @@ async function tasksFor(c: PipelineConfig): Promise<{ train: SweTask[]; test: Sw
       seed: c.seed,
       difficulty: c.miniSwe.difficulty,
       split: 'train',
+      kinds: c.miniSwe.kinds ?? undefined,
     }),
     generateMiniSweTasks({
       count: c.miniSwe.testTasks,
       seed: c.seed + 1,
       difficulty: c.miniSwe.difficulty,
       split: 'test',
+      kinds: c.miniSwe.kinds ?? undefined,
     }),
   ]);
   return { train, test };
+}
+
+/** The embedded model's Hugging Face config: the preset's Qwen2 layout in the config's shape. */
+export function embeddedModelConfig(c: PipelineConfig, vocabSize: number): HfModelConfig {
+  const m = c.embeddedModel;
+  return {
+    ...EMBEDDED_MODEL_CONFIG,
+    vocab_size: vocabSize,
+    hidden_size: m.hiddenSize,
+    intermediate_size: m.intermediateSize,
+    num_hidden_layers: m.layers,
+    num_attention_heads: m.heads,
+    num_key_value_heads: m.kvHeads,
+    head_dim: m.hiddenSize / m.heads,
+  };
 }
 
 /** Runs the pipeline into `o.out`; returns the summary it also writes. */
@@ -198,7 +216,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
       ...demos.flatMap((d) => d.messages.map((m) => m.content)),
     ];
     tokenizer = Tokenizer.train(corpus, { vocabSize: c.tokenizer.vocabSize });
-    model = Model.random({ ...EMBEDDED_MODEL_CONFIG, vocab_size: tokenizer.vocabSize }, c.seed);
+    model = Model.random(embeddedModelConfig(c, tokenizer.vocabSize), c.seed);
     say(`embedded model: ${(model.numParameters / 1e6).toFixed(2)} M parameters, vocabulary ${tokenizer.vocabSize}`);
     if (c.warmStart.enabled && c.warmStart.epochs > 0) {
       const samples = demos.map((d) => demoSample(d, tokenizer));

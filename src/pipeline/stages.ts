@@ -66,7 +66,7 @@ export async function expertDemos(tasks: SweTask[], c: PipelineConfig, hooks: St
       const task = tasks[i] as SweTask;
       out[i] = await runEpisode({
         task,
-        policy: expertPolicy(task, { noise: c.warmStart.noise, seed: c.seed * 1000 + i }),
+        policy: expertPolicy(task, { noise: c.warmStart.noise, seed: c.seed * 1000 + i, style: c.warmStart.style }),
         maxTurns: 40,
         maxObservationChars: c.episode.maxObservationChars,
         commandTimeoutMs: c.episode.commandTimeoutMs,

@@ -55,6 +55,11 @@ export interface AdamWOptions {
   decayAll?: boolean;
   /** Clip the global gradient norm to this before the update (default 1.0; 0 = off). */
   maxGradNorm?: number;
+  /**
+   * Continue the model's optimizer state (its step count and moments, e.g. restored from a
+   * checkpoint) instead of starting afresh. One optimizer per model at a time: the state is the model's.
+   */
+  resume?: boolean;
 }
 
 /** The result of one {@link AdamW.step}. */
@@ -97,6 +102,9 @@ export class AdamW {
     const maxGradNorm = o.maxGradNorm ?? 1;
     checkRate('maxGradNorm', maxGradNorm);
     this.#cfg = { beta1, beta2, eps, weightDecay, maxGradNorm, decayAll: o.decayAll ?? false };
+    // The moments and the step count live on the model: a new optimizer starts them afresh (its
+    // schedule from step 1), as a new torch optimizer does, unless it resumes the model's state.
+    if (!o.resume) model.nativeHandle.resetOptimizer();
   }
 
   /** Steps taken so far. */

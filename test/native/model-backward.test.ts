@@ -244,6 +244,31 @@ describe('AdamW', () => {
     expect(opt.stepCount).toBe(steps);
   });
 
+  it('a second optimizer on the same model starts afresh: its schedule from step 1, zero moments', async () => {
+    const m = Model.random({ ...QWEN, vocab_size: 23, hidden_size: 32, intermediate_size: 64, head_dim: 16 }, 18);
+    const batch = { tokens: [1, 2, 3, 4], targets: [2, 3, 4, 5] };
+    const first = new AdamW(m, { lr: warmupCosineLr({ peak: 1e-2, warmupSteps: 1, totalSteps: 4 }) });
+    for (let s = 0; s < 4; s++) {
+      await m.sftBackward(batch);
+      await first.step();
+    }
+    // A schedule evaluated at the model's lifetime step count would give lr 0 here (past its end).
+    const second = new AdamW(m, { lr: warmupCosineLr({ peak: 1e-2, warmupSteps: 1, totalSteps: 4 }) });
+    expect(second.stepCount).toBe(0);
+    const before = Float32Array.from(m.getParameter('model.embed_tokens.weight'));
+    await m.sftBackward(batch);
+    const st = await second.step();
+    expect(st.step).toBe(1);
+    expect(st.lr).toBeCloseTo(1e-2, 12);
+    const after = m.getParameter('model.embed_tokens.weight');
+    // With fresh moments, AdamW's first step moves each touched weight by about lr.
+    let moved = 0;
+    for (let i = 0; i < after.length; i++) moved = Math.max(moved, Math.abs((after[i] as number) - (before[i] as number)));
+    expect(moved).toBeGreaterThan(5e-3);
+    // resume keeps the state (a checkpoint's restored moments).
+    expect(new AdamW(m, { lr: 1e-3, resume: true }).stepCount).toBe(1);
+  });
+
   it('matches a float64 AdamW reference on one parameter for three steps', async () => {
     const m = Model.random(QWEN, 16);
     randomize(m, 17);

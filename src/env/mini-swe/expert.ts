@@ -78,10 +78,60 @@ function reproScript(statement: string): string | null {
   return /```js\n([\s\S]*?)\n```/.exec(statement)?.[1] ?? null;
 }
 
+/** The name a misspelled-name task's error reports (`ReferenceError: <name> is not defined`). */
+function undefinedName(statement: string): string | null {
+  return /ReferenceError: ([\w$]+) is not defined/.exec(statement)?.[1] ?? null;
+}
+
+/**
+ * The expert's direct plan: locate the line from what the issue names, fix it in one command, run
+ * the tests, submit. A name slip is found by the name the error reports and fixed with `sed`; any
+ * other bug is found by its line's text and fixed with `edit`.
+ */
+function directPlan(task: SweTask, file: string, fix: ReturnType<typeof patchFix>, buggy: string): string[] {
+  const slip = undefinedName(task.problem_statement);
+  const line = buggy.split('\n')[fix.start - 1] ?? '';
+  const name = slip !== null && fix.start === fix.end && fix.lines.length === 1 ? slip : null;
+  const right = name === null ? null : (/[\w$]+/.exec((fix.lines[0] ?? '').slice(line.indexOf(name)))?.[0] ?? null);
+  const fixStep =
+    name !== null && right !== null && line.replace(name, right) === fix.lines[0]
+      ? say(
+          `\`${name}\` is not defined: it should be \`${right}\`.`,
+          `sed -i '${fix.start}s/${name}/${right}/' ${file}`,
+        )
+      : say(
+          'This line is wrong for the case in the issue; I will fix it.',
+          `edit --file ${file} ${fix.start}:${fix.end} << 'EOF'\n${fix.lines.join('\n')}\nEOF`,
+        );
+  const search = name ?? fix.anchor;
+  return [
+    say(`Let me find where \`${search}\` is in the source.`, `grep -rn "${search.replace(/["\\$`]/g, '\\$&')}" src`),
+    fixStep,
+    say('Let me run the tests.', "node --test 2>&1 | grep -E '^# (pass|fail)'"),
+    say('The tests pass. Submitting the fix.', 'submit'),
+  ];
+}
+
+/** Options of {@link expertPolicy}. */
+export interface ExpertOptions {
+  /** In [0, 1]: how often each detour (redundant step, wrong edit, format error) is taken. */
+  noise?: number;
+  /** Makes the detours repeatable. */
+  seed?: number;
+  /**
+   * 'thorough' (default): reproduce with a script, search, open, edit, re-run, test, clean up,
+   * submit. 'direct': find the line from what the issue names, fix it, test, submit (four turns;
+   * the shorter trajectories a small model trained from scratch learns from).
+   */
+  style?: 'thorough' | 'direct';
+}
+
 /** A policy that solves a generated mini-SWE task. noise in [0, 1] adds detours; seed makes them repeatable. */
-export function expertPolicy(task: SweTask, o: { noise?: number; seed?: number } = {}): Policy {
+export function expertPolicy(task: SweTask, o: ExpertOptions = {}): Policy {
   const noise = o.noise ?? 0;
   if (!(noise >= 0 && noise <= 1)) throw invalidArgument('noise', 'a number in [0, 1]', noise);
+  const style = o.style ?? 'thorough';
+  if (style !== 'thorough' && style !== 'direct') throw invalidArgument('style', "'thorough' or 'direct'", style);
   const rng = mulberry32(o.seed ?? 1);
   if (typeof task?.patch !== 'string' || !task.files) throw invalidArgument('task', 'a mini-SWE task', task);
   const file = /^\+\+\+ b\/(.+)$/m.exec(task.patch)?.[1] ?? '';
@@ -91,6 +141,7 @@ export function expertPolicy(task: SweTask, o: { noise?: number; seed?: number }
   const repro = reproScript(task.problem_statement);
   if (repro === null) throw invalidArgument('task', 'a task whose issue has a ```js reproduction', task.instance_id);
   const others = Object.keys(task.files).filter((f) => f.startsWith('src/') && f !== file);
+  if (style === 'direct') return directPolicy(directPlan(task, file, fix, buggy), { file, fix, others, noise, rng });
   const module = { file };
   // The plan, in order; detours are spliced in by noise.
   const plan: string[] = [
@@ -134,6 +185,21 @@ export function expertPolicy(task: SweTask, o: { noise?: number; seed?: number }
   }
   // Detours go after the reproduction (index 1), in a seeded order.
   const steps = [plan[0] as string, ...detours.sort(() => rng() - 0.5).flat(), ...plan.slice(1)];
+  let i = 0;
+  return async (_messages: AgentMessage[]) => steps[Math.min(i++, steps.length - 1)] as string;
+}
+
+/** The direct plan with noise: a listing or a look at the file first, a format error, a wrong fix undone. */
+function directPolicy(
+  plan: string[],
+  o: { file: string; fix: ReturnType<typeof patchFix>; others: string[]; noise: number; rng: () => number },
+): Policy {
+  const detours: string[][] = [];
+  const pick = () => o.noise > 0 && o.rng() < o.noise;
+  if (pick()) detours.push([say('Let me look at the repository first.', 'ls src test')]);
+  if (pick()) detours.push([say('Let me look at the file.', `open ${o.file} ${o.fix.start}`)]);
+  if (pick()) detours.push(['I know what is wrong, let me fix the line directly.']); // no command block
+  const steps = [plan[0] as string, ...detours.sort(() => o.rng() - 0.5).flat(), ...plan.slice(1)];
   let i = 0;
   return async (_messages: AgentMessage[]) => steps[Math.min(i++, steps.length - 1)] as string;
 }

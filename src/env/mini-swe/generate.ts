@@ -22,7 +22,7 @@ import { runAllTests } from '../evaluate.js';
 import { LocalSandbox } from '../sandbox.js';
 import type { SweTask } from '../tasks.js';
 import { CATALOGUE, type ModuleTemplate, type Mutation } from './catalogue.js';
-import { type LineMutation, lineMutations, testScripts } from './mutate.js';
+import { type LineMutation, lineMutations, nameSlips, testScripts } from './mutate.js';
 
 /** Options of {@link generateMiniSweTasks}. */
 export interface MiniSweOptions {
@@ -32,7 +32,27 @@ export interface MiniSweOptions {
   difficulty?: number;
   /** Which bugs: 'train' (about three quarters of the catalogue) or 'test' (the rest). Default 'train'. */
   split?: 'train' | 'test';
+  /**
+   * Only these bug kinds (default: the tier's). `misspelled-name` (a plural slip in a name, which
+   * throws a ReferenceError that names it) is drawn only when listed here: the gentlest bugs, for
+   * a model trained from scratch.
+   */
+  kinds?: string[];
 }
+
+/** Every bug kind a mini-SWE task can have. */
+export const BUG_KINDS = [
+  'operator-swap',
+  'comparison-flip',
+  'off-by-one',
+  'wrong-variable',
+  'swapped-arguments',
+  'dropped-negation',
+  'wrong-constant',
+  'missing-branch',
+  'logical-swap',
+  'misspelled-name',
+] as const;
 
 function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
@@ -113,18 +133,21 @@ const TIER0_KINDS = new Set(['comparison-flip', 'off-by-one', 'operator-swap', '
 type Candidate = { m: ModuleTemplate; x: Mutation; auto?: undefined } | { m: ModuleTemplate; auto: LineMutation };
 
 /** The bugs of a split and tier, in a fixed order. */
-function candidates(split: 'train' | 'test', difficulty: number): Candidate[] {
+function candidates(split: 'train' | 'test', difficulty: number, kinds?: Set<string>): Candidate[] {
   const out: Candidate[] = [];
+  const wanted = (kind: string) => (kinds ? kinds.has(kind) : difficulty > 0 || TIER0_KINDS.has(kind));
   for (const m of CATALOGUE) {
     for (const x of m.mutations) {
-      if (bugSplit(m.name, x.id) !== split) continue;
-      if (difficulty === 0 && !TIER0_KINDS.has(x.kind)) continue;
+      if (bugSplit(m.name, x.id) !== split || !wanted(x.kind)) continue;
       out.push({ m, x });
     }
-    if (difficulty === 0) continue;
     const handWritten = new Set(m.mutations.map((x) => m.source.replace(x.find, x.replace)));
-    for (const auto of lineMutations(m.source)) {
-      if (bugSplit(m.name, auto.id) !== split) continue;
+    const mutants = [
+      ...(difficulty > 0 || kinds ? lineMutations(m.source) : []),
+      ...(kinds ? nameSlips(m.source) : []),
+    ];
+    for (const auto of mutants) {
+      if (bugSplit(m.name, auto.id) !== split || !wanted(auto.kind)) continue;
       if (handWritten.has(m.source.replace(auto.find, auto.replace))) continue; // the same bug, hand-written
       out.push({ m, auto });
     }
@@ -188,7 +211,15 @@ export async function generateMiniSweTasks(o: MiniSweOptions): Promise<SweTask[]
     throw invalidArgument('difficulty', 'an integer in [0, 3]', difficulty);
   const split = o.split ?? 'train';
   if (split !== 'train' && split !== 'test') throw invalidArgument('split', "'train' or 'test'", split);
-  const pool = candidates(split, difficulty);
+  if (o.kinds !== undefined) {
+    if (
+      !Array.isArray(o.kinds) ||
+      o.kinds.length === 0 ||
+      o.kinds.some((k) => !(BUG_KINDS as readonly string[]).includes(k))
+    )
+      throw invalidArgument('kinds', `a non-empty array of ${BUG_KINDS.join(', ')}`, o.kinds);
+  }
+  const pool = candidates(split, difficulty, o.kinds ? new Set(o.kinds) : undefined);
   const dead = new Set<string>(); // mutants no test kills (or whose check does not show the bug)
   const cleanRuns = new Map<string, Promise<Record<string, 'pass' | 'fail'>>>(); // by repository
   // Each task draws from its own stream (seed, index), so tasks are independent and validated
@@ -263,6 +294,11 @@ async function makeTask(
     if (testName === undefined || script === undefined) return null;
     const run = await runScript(buggy, script);
     if (run.ok) return null;
+    // A slip must throw the ReferenceError that names it (not a later, unrelated failure).
+    if (c.auto.kind === 'misspelled-name') {
+      const slip = /^ReferenceError: (\S+) is not defined/m.exec(run.output)?.[1];
+      if (slip === undefined || !new RegExp(`\\b${slip}\\b`).test(c.auto.replace)) return null;
+    }
     statement = autoIssueText(m, testName, script, errorReport(run.output));
   } else {
     if (failToPass.length === 0)

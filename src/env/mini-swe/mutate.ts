@@ -10,7 +10,7 @@ import type { Mutation } from './catalogue.js';
 /** A mutant of one source line: the hand-written catalogue's shape, with a line number. */
 export interface LineMutation {
   id: string;
-  kind: Mutation['kind'] | 'logical-swap';
+  kind: Mutation['kind'] | 'logical-swap' | 'misspelled-name';
   /** 1-based line in the module source. */
   line: number;
   find: string;
@@ -89,6 +89,50 @@ export function lineMutations(source: string): LineMutation[] {
     // A guard or an update statement on its own line: dropped (a missing branch).
     if (/^\s+(if \(.*\) .*;|[\w.]+ (\+|-|\*)?= .*;)$/.test(text) && !/^\s+(const|let|var) /.test(text))
       out.push({ id: `missing-branch-l${i + 1}`, kind: 'missing-branch', line: i + 1, find: `${text}\n`, replace: '' });
+  });
+  return out;
+}
+
+/** Words that are not the module's own names: keywords and the globals the catalogue uses. */
+const NOT_NAMES = new Set(
+  (
+    'const let var return if else for of in new throw typeof instanceof while do break continue function ' +
+    'export import from true false null undefined this class extends switch case default try catch finally ' +
+    'Math Number String Array Object JSON Map Set Error RangeError TypeError Infinity NaN async await yield'
+  ).split(' '),
+);
+
+/**
+ * Every misspelled-name mutant of `source`: one use of a local name (not a declaration, not a
+ * property) written with a plural slip, an `s` added or dropped (`total` → `totals`, `items` →
+ * `item`), where the slipped name occurs nowhere in the module. Running such code throws
+ * `ReferenceError: <slip> is not defined`; generation keeps a mutant only when it does.
+ */
+export function nameSlips(source: string): LineMutation[] {
+  const words = new Set(source.match(/[A-Za-z_$][\w$]*/g) ?? []);
+  const lines = source.split('\n');
+  const out: LineMutation[] = [];
+  lines.forEach((text, i) => {
+    if (!mutableLine(text) || /^\s+[\w$]+\(.*\)\s*\{$/.test(text)) return; // not a method head
+    if (source.split(`${text}\n`).length !== 2) return;
+    const code = text.replace(/'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`(?:[^`\\]|\\.)*`/g, (m) => ' '.repeat(m.length));
+    const re = /(?<![\w$.])([a-z][A-Za-z0-9]*)(?![\w$])/g;
+    for (let m = re.exec(code); m !== null; m = re.exec(code)) {
+      const name = m[1] ?? '';
+      if (NOT_NAMES.has(name) || name.length < 3) continue;
+      const before = code.slice(0, m.index);
+      if (/\b(const|let|var|function)\s+$/.test(before) || /^\s*\??:/.test(code.slice(m.index + name.length))) continue;
+      const slip = name.endsWith('s') ? name.slice(0, -1) : `${name}s`;
+      if (words.has(slip)) continue;
+      const mutated = text.slice(0, m.index) + slip + text.slice(m.index + name.length);
+      out.push({
+        id: `misspelled-name-l${i + 1}-c${m.index + 1}`,
+        kind: 'misspelled-name',
+        line: i + 1,
+        find: `${text}\n`,
+        replace: `${mutated}\n`,
+      });
+    }
   });
   return out;
 }
