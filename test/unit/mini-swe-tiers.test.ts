@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CATALOGUE } from '../../src/env/mini-swe/catalogue.js';
-import { lineMutations, testScripts } from '../../src/env/mini-swe/mutate.js';
+import { lineMutations, nameSlips, testScripts } from '../../src/env/mini-swe/mutate.js';
 import {
   evaluatePatch,
   expertPolicy,
@@ -36,6 +36,31 @@ describe('mutation operators', () => {
       expect(kinds.size).toBeGreaterThanOrEqual(3);
     }
     expect(total).toBeGreaterThan(60);
+  });
+
+  it('name slips add or drop a plural s on a use of a local name, never on a declaration, property or keyword', () => {
+    let total = 0;
+    for (const m of CATALOGUE) {
+      const words = new Set(m.source.match(/[A-Za-z_$][\w$]*/g));
+      for (const x of nameSlips(m.source)) {
+        total++;
+        expect(m.source.split(x.find).length, x.id).toBe(2);
+        const before = x.find.match(/[A-Za-z_$][\w$]*/g) ?? [];
+        const after = x.replace.match(/[A-Za-z_$][\w$]*/g) ?? [];
+        const changed = after.filter((w, i) => w !== before[i]);
+        expect(changed.length, x.id).toBe(1);
+        const slip = changed[0] as string;
+        expect(words.has(slip), `${x.id}: ${slip} must be a new name`).toBe(false);
+        const right = before[after.indexOf(slip)] as string;
+        expect([`${right}s`, right.slice(0, -1)]).toContain(slip);
+        expect(x.replace).not.toMatch(new RegExp(`(const|let|var|function)\\s+${slip}\\b|\\.${slip}\\b`));
+      }
+    }
+    expect(total).toBeGreaterThan(40);
+    const src = 'export function f(items) {\n  const n = items.length;\n  return items.map((x) => x * n);\n}\n';
+    const slips = nameSlips(src).map((x) => x.replace.trim());
+    expect(slips).toEqual(expect.arrayContaining(['const n = item.length;', 'return item.map((x) => x * n);']));
+    expect(slips.some((l) => l.includes('lengths') || l.includes('maps'))).toBe(false); // properties
   });
 
   it('operators keep string literals intact', () => {
@@ -92,5 +117,37 @@ describe.skipIf(!canSandbox)('test-derived reproductions and tiers', () => {
       expect(tr.finishReason).toBe('submit');
       expect((await evaluatePatch(t, tr.patch)).resolved, t.instance_id).toBe(true);
     }
+  }, 180_000);
+
+  it('misspelled-name tasks report the ReferenceError that names the slip; the direct expert fixes them in four turns', async () => {
+    const tasks = await generateMiniSweTasks({ count: 4, seed: 3, difficulty: 0, kinds: ['misspelled-name'] });
+    for (const t of tasks) {
+      expect(t.instance_id).toMatch(/misspelled-name-l\d+-c\d+/);
+      const slip = /ReferenceError: (\S+) is not defined/.exec(t.problem_statement)?.[1];
+      expect(slip, t.problem_statement).toBeDefined();
+      expect(t.patch).toContain(`-`);
+      expect(t.problem_statement).not.toMatch(/^\s+at /m); // no stack: the line is not given away
+    }
+    const ids = new Set(tasks.map((t) => t.instance_id));
+    const held = await generateMiniSweTasks({
+      count: 3,
+      seed: 3,
+      difficulty: 0,
+      kinds: ['misspelled-name'],
+      split: 'test',
+    });
+    const bug = (id: string) => id.replace(/-\d+-\d+$/, '');
+    for (const t of held) expect([...ids].map(bug)).not.toContain(bug(t.instance_id));
+    for (const t of tasks.slice(0, 2)) {
+      const tr = await runEpisode({ task: t, policy: expertPolicy(t, { style: 'direct' }) });
+      expect(tr.finishReason).toBe('submit');
+      expect(tr.turns.length).toBe(4);
+      expect(tr.turns[1]?.command).toMatch(/^sed -i 's\/\\b\w+\\b\/\w+\/' src\/\w+\.js$/);
+      expect((await evaluatePatch(t, tr.patch)).resolved, t.instance_id).toBe(true);
+    }
+    await expect(generateMiniSweTasks({ count: 1, seed: 1, kinds: ['typo'] })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+    expect(() => expertPolicy(tasks[0] as never, { style: 'fast' as never })).toThrow(/style/);
   }, 180_000);
 });

@@ -44,6 +44,9 @@ describe('node train.js', () => {
       bad({ dapo: { stages: [] } }, /dapo\.stages/);
       bad({ engine: { backend: 'remote' } }, /engine\.url/);
       bad({ engine: { kvBlocks: 64 } }, /engine\.kvBlocks/);
+      bad({ miniSwe: { kinds: ['typo'] } }, /miniSwe\.kinds/);
+      bad({ embeddedModel: { hiddenSize: 96, heads: 5 } }, /embeddedModel\.heads/);
+      bad({ warmStart: { style: 'fast' } }, /warmStart\.style/);
       bad('{ not json', /not valid JSON/);
       bad({ preset: 'nope' }, /preset/);
       expect(existsSync(join(dir, 'run'))).toBe(false); // nothing ran
@@ -66,7 +69,7 @@ describe('node train.js', () => {
           stdio: 'ignore',
         });
         const statePath = join(out, 'state.json');
-        const deadline = Date.now() + 150_000;
+        const deadline = Date.now() + 240_000; // generous: CI runs other test files beside it
         for (;;) {
           if (Date.now() > deadline) throw new Error('the smoke run never reached eval-base');
           await new Promise((r) => setTimeout(r, 250));
@@ -117,6 +120,6 @@ describe('node train.js', () => {
         rmSync(out, { recursive: true, force: true });
       }
     },
-    300_000,
+    420_000,
   );
 });

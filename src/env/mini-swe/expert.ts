@@ -95,17 +95,19 @@ function directPlan(task: SweTask, file: string, fix: ReturnType<typeof patchFix
   const right = name === null ? null : (/[\w$]+/.exec((fix.lines[0] ?? '').slice(line.indexOf(name)))?.[0] ?? null);
   const fixStep =
     name !== null && right !== null && line.replace(name, right) === fix.lines[0]
-      ? say(
-          `\`${name}\` is not defined: it should be \`${right}\`.`,
-          `sed -i '${fix.start}s/${name}/${right}/' ${file}`,
-        )
+      ? say(`\`${name}\` is not defined: it should be \`${right}\`.`, `sed -i 's/\\b${name}\\b/${right}/' ${file}`)
       : say(
           'This line is wrong for the case in the issue; I will fix it.',
           `edit --file ${file} ${fix.start}:${fix.end} << 'EOF'\n${fix.lines.join('\n')}\nEOF`,
         );
   const search = name ?? fix.anchor;
   return [
-    say(`Let me find where \`${search}\` is in the source.`, `grep -rn "${search.replace(/["\\$`]/g, '\\$&')}" src`),
+    say(
+      name === null
+        ? `Let me find where \`${search}\` is in the source.`
+        : `The error says \`${name}\` is not defined. Let me find where it is used.`,
+      `grep -rn "${search.replace(/["\\$`]/g, '\\$&')}" src`,
+    ),
     fixStep,
     say('Let me run the tests.', "node --test 2>&1 | grep -E '^# (pass|fail)'"),
     say('The tests pass. Submitting the fix.', 'submit'),
