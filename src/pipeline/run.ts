@@ -6,8 +6,9 @@
  * (Hugging Face safetensors and the tokenizer) and state.json records the position, both written
  * atomically (a temporary name, then a rename); `resume` continues from there, so a killed run
  * loses at most the phase or iteration in flight and repeats none that finished. Seeds derive from
- * the config and the phase, so a resumed run samples what the uninterrupted one would have. Not
- * yet saved: AdamW's moments (a resumed DAPO restarts them).
+ * the config and the phase, so a resumed run samples what the uninterrupted one would have. DAPO
+ * checkpoints also hold AdamW's state (optimizer.safetensors), and state.json the per-task solve
+ * counts of the current DAPO stage, so a resumed DAPO continues its moments and its stage filter.
  */
 import { createHash } from 'node:crypto';
 import { appendFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
@@ -21,6 +22,7 @@ import { SwerlError } from '../errors.js';
 import type { HfModelConfig } from '../model/config.js';
 import { Model } from '../model/model.js';
 import { EMBEDDED_MODEL_CONFIG } from '../model/presets.js';
+import { fileExists } from '../model/safetensors.js';
 import { Tokenizer } from '../tokenizer/tokenizer.js';
 import { AdamW } from '../train/adamw.js';
 import { type PipelineConfig, rlFilterWarnings } from './config.js';
@@ -79,6 +81,8 @@ interface RunState {
   elapsedSeconds: number;
   checkpoint: string | null;
   dapoIterations: number;
+  /** The DAPO stage in progress: its task pool and each task's tries and solves (the filter between stages). */
+  dapoStage?: { index: number; pool: string[]; solvedBy: Record<string, { tries: number; solved: number }> };
 }
 
 const EVAL_NAMES: Record<string, string> = { 'eval-base': 'base', 'eval-rft': 'rft', 'eval-dapo': 'dapo' };
@@ -239,12 +243,13 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
   });
   const policy: Policy = { model, engine, tokenizer };
 
-  async function checkpoint(name: string): Promise<void> {
+  async function checkpoint(name: string, optimizer?: AdamW): Promise<void> {
     const dir = join(o.out, 'checkpoints', name);
     const tmp = `${dir}.tmp-${process.pid}`;
     await rm(tmp, { recursive: true, force: true });
     await model.save(tmp);
     await tokenizer.save(tmp);
+    if (optimizer) await optimizer.save(join(tmp, 'optimizer.safetensors'));
     await rm(dir, { recursive: true, force: true });
     await rename(tmp, dir);
     const previous = state.checkpoint;
@@ -282,9 +287,22 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
 
   if (c.dapo.enabled) {
     let pool = [...train];
-    const optimizer = new AdamW(model, { lr: c.dapo.lr, weightDecay: 0 });
+    // The DAPO optimizer's moments continue across a resume (checkpoints of DAPO iterations hold them).
+    const saved = state.checkpoint ? join(state.checkpoint, 'optimizer.safetensors') : null;
+    const optimizer =
+      saved && (await fileExists(saved))
+        ? await AdamW.load(model, saved, { lr: c.dapo.lr, weightDecay: 0 })
+        : new AdamW(model, { lr: c.dapo.lr, weightDecay: 0 });
+    const resumed = state.dapoStage;
+    if (resumed) {
+      const byId = new Map(train.map((t) => [t.instance_id, t]));
+      pool = resumed.pool.map((id) => byId.get(id)).filter((t): t is SweTask => t !== undefined);
+    }
     for (const [si, stage] of c.dapo.stages.entries()) {
-      const solvedBy = new Map<string, { tries: number; solved: number }>();
+      if (resumed && si < resumed.index) continue; // finished before the resume; the pool is restored
+      const solvedBy = new Map<string, { tries: number; solved: number }>(
+        resumed && si === resumed.index ? Object.entries(resumed.solvedBy) : [],
+      );
       for (let it = 0; it < stage.iterations; it++) {
         const phase = `dapo-${si}-${it}`;
         const tasks = shuffled(pool, c.seed * 31 + si * 1000 + it).slice(0, stage.tasksPerIteration);
@@ -304,6 +322,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
           if (r.resolved) e.solved++;
           solvedBy.set(r.instance_id, e);
         }
+        state.dapoStage = { index: si, pool: pool.map((t) => t.instance_id), solvedBy: Object.fromEntries(solvedBy) };
         state.dapoIterations++;
         say(
           `dapo ${state.dapoIterations}: reward ${metrics.reward?.toFixed(3)}  resolved ${((metrics.resolved ?? 0) * 100).toFixed(1)}%  ` +
@@ -311,7 +330,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
             `entropy ${metrics.entropy?.toFixed(3)}  clip ${metrics.clipFracLow?.toFixed(3)}/${metrics.clipFracHigh?.toFixed(3)}`,
         );
         state.done.push(phase);
-        await checkpoint(`dapo-${si}-${it}`);
+        await checkpoint(`dapo-${si}-${it}`, optimizer);
         await written;
         await writeReport(o.out);
       }

@@ -3,8 +3,10 @@
  * gradient-norm clipping (torch.nn.utils.clip_grad_norm_'s rule) and learning-rate schedules,
  * over a {@link Model}'s accumulated gradients. The update runs natively, off the JS thread.
  */
-import { invalidArgument } from '../errors.js';
+import { open } from 'node:fs/promises';
+import { invalidArgument, SwerlError } from '../errors.js';
 import type { Model } from '../model/model.js';
+import { readSafetensorsHeader, writeSafetensors } from '../model/safetensors.js';
 
 /** A learning rate per optimizer step (1-based: the rate of the step about to be taken). */
 export type LrSchedule = (step: number) => number;
@@ -110,6 +112,58 @@ export class AdamW {
   /** Steps taken so far. */
   get stepCount(): number {
     return this.#model.nativeHandle.optimizerSteps();
+  }
+
+  /**
+   * Writes the optimizer state (the step count, and torch's `exp_avg` / `exp_avg_sq` moments over
+   * the model's flat parameter arena, f32) as one safetensors file, atomically.
+   */
+  async save(path: string): Promise<void> {
+    const st = this.#model.nativeHandle.optimizerState();
+    const n = this.#model.numParameters;
+    const zeros = () => new Float32Array(n);
+    const m = st.m ?? zeros();
+    const v = st.v ?? zeros();
+    await writeSafetensors(
+      path,
+      [
+        { name: 'exp_avg', shape: [m.length], data: m },
+        { name: 'exp_avg_sq', shape: [v.length], data: v },
+      ],
+      'F32',
+      { format: 'swerl-adamw', step: String(st.step) },
+    );
+  }
+
+  /**
+   * An optimizer that continues the state {@link AdamW.save} wrote for this model (its schedule
+   * continues from the saved step). Throws CORRUPT_FILE when the file does not fit the model.
+   */
+  static async load(model: Model, path: string, o: Omit<AdamWOptions, 'resume'> = {}): Promise<AdamW> {
+    const h = await readSafetensorsHeader(path);
+    const step = Number(h.metadata.step);
+    const read = async (name: string): Promise<Float32Array> => {
+      const e = h.tensors.get(name);
+      if (!e || e.dtype !== 'F32' || e.bytes !== model.numParameters * 4)
+        throw new SwerlError(
+          `${path}: ${name} is missing or does not match this model's ${model.numParameters} parameters`,
+          'CORRUPT_FILE',
+        );
+      const out = new Float32Array(model.numParameters);
+      const fh = await open(path, 'r');
+      try {
+        await fh.read(new Uint8Array(out.buffer), 0, e.bytes, e.begin);
+      } finally {
+        await fh.close();
+      }
+      return out;
+    };
+    if (!Number.isInteger(step) || step < 0)
+      throw new SwerlError(`${path}: no valid step in its metadata`, 'CORRUPT_FILE');
+    const m = await read('exp_avg');
+    const v = await read('exp_avg_sq');
+    model.nativeHandle.setOptimizerState(step, m, v);
+    return new AdamW(model, { ...o, resume: true });
   }
 
   /**

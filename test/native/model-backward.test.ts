@@ -4,6 +4,9 @@
  * recompute option (bitwise the same gradients), gradient accumulation, the trainer's logprobs
  * against the sampler's (bitwise), and a tiny model overfitting a fixed batch.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AdamW, Model, sample, warmupCosineLr } from '../../src/index.js';
 import { normal, rng } from '../helpers/random.js';
@@ -263,10 +266,45 @@ describe('AdamW', () => {
     const after = m.getParameter('model.embed_tokens.weight');
     // With fresh moments, AdamW's first step moves each touched weight by about lr.
     let moved = 0;
-    for (let i = 0; i < after.length; i++) moved = Math.max(moved, Math.abs((after[i] as number) - (before[i] as number)));
+    for (let i = 0; i < after.length; i++)
+      moved = Math.max(moved, Math.abs((after[i] as number) - (before[i] as number)));
     expect(moved).toBeGreaterThan(5e-3);
     // resume keeps the state (a checkpoint's restored moments).
     expect(new AdamW(m, { lr: 1e-3, resume: true }).stepCount).toBe(1);
+  });
+
+  it('save and load continue the state exactly: the resumed step equals the uninterrupted one bitwise', async () => {
+    const cfg = { ...QWEN, vocab_size: 23, hidden_size: 32, intermediate_size: 64, head_dim: 16 };
+    const m = Model.random(cfg, 19);
+    const batch = { tokens: [1, 2, 3, 4, 5], targets: [2, 3, 4, 5, 6] };
+    const opt = new AdamW(m, { lr: 1e-2 });
+    for (let s = 0; s < 2; s++) {
+      await m.sftBackward(batch);
+      await opt.step();
+    }
+    const dir = mkdtempSync(join(tmpdir(), 'swerl-adamw-'));
+    try {
+      await opt.save(join(dir, 'optimizer.safetensors'));
+      const snapshot = m.parameters().map((p) => [p.name, Float32Array.from(m.getParameter(p.name))] as const);
+      await m.sftBackward(batch);
+      await opt.step();
+      const straight = m.parameters().map((p) => Float32Array.from(m.getParameter(p.name)));
+      // Back to the saved weights, with a fresh optimizer in between (which resets the state).
+      for (const [name, v] of snapshot) m.setParameter(name, v);
+      new AdamW(m, { lr: 1 });
+      const resumed = await AdamW.load(m, join(dir, 'optimizer.safetensors'), { lr: 1e-2 });
+      expect(resumed.stepCount).toBe(2);
+      await m.sftBackward(batch);
+      expect((await resumed.step()).step).toBe(3);
+      m.parameters().forEach((p, i) => expect(m.getParameter(p.name)).toEqual(straight[i]));
+      // A state for another model shape is refused.
+      const other = Model.random({ ...cfg, hidden_size: 16, head_dim: 8, intermediate_size: 32 }, 1);
+      await expect(AdamW.load(other, join(dir, 'optimizer.safetensors'))).rejects.toMatchObject({
+        code: 'CORRUPT_FILE',
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('matches a float64 AdamW reference on one parameter for three steps', async () => {

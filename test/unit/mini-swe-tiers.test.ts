@@ -45,14 +45,14 @@ describe('mutation operators', () => {
       for (const x of nameSlips(m.source)) {
         total++;
         expect(m.source.split(x.find).length, x.id).toBe(2);
-        const before = x.find.match(/[A-Za-z_$][\w$]*/g) ?? [];
-        const after = x.replace.match(/[A-Za-z_$][\w$]*/g) ?? [];
+        const before: string[] = x.find.match(/[A-Za-z_$][\w$]*/g) ?? [];
+        const after: string[] = x.replace.match(/[A-Za-z_$][\w$]*/g) ?? [];
         const changed = after.filter((w, i) => w !== before[i]);
         expect(changed.length, x.id).toBe(1);
         const slip = changed[0] as string;
         expect(words.has(slip), `${x.id}: ${slip} must be a new name`).toBe(false);
         const right = before[after.indexOf(slip)] as string;
-        expect([`${right}s`, right.slice(0, -1)]).toContain(slip);
+        expect<string[]>([`${right}s`, right.slice(0, -1)]).toContain(slip);
         expect(x.replace).not.toMatch(new RegExp(`(const|let|var|function)\\s+${slip}\\b|\\.${slip}\\b`));
       }
     }

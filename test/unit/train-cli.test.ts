@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { isolationAvailable, Model, Tokenizer } from '../../src/index.js';
+import { AdamW, isolationAvailable, Model, Tokenizer } from '../../src/index.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
@@ -116,6 +116,10 @@ describe('node train.js', () => {
         const model = await Model.load(dir);
         const tok = await Tokenizer.load(dir);
         expect(model.config.vocab_size).toBe(tok.vocabSize);
+        // DAPO checkpoints carry the optimizer's state, which a resumed DAPO continues.
+        const opt = await AdamW.load(model, join(dir, 'optimizer.safetensors'));
+        expect(opt.stepCount).toBe(state.dapoIterations > 0 ? events.filter((e) => e.event === 'iteration')[0].steps : 0);
+        expect(state.dapoStage.index).toBe(0);
       } finally {
         rmSync(out, { recursive: true, force: true });
       }
