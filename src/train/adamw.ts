@@ -144,7 +144,7 @@ export class AdamW {
     const step = Number(h.metadata.step);
     const read = async (name: string): Promise<Float32Array> => {
       const e = h.tensors.get(name);
-      if (!e || e.dtype !== 'F32' || e.bytes !== model.numParameters * 4)
+      if (e?.dtype !== 'F32' || e.bytes !== model.numParameters * 4)
         throw new SwerlError(
           `${path}: ${name} is missing or does not match this model's ${model.numParameters} parameters`,
           'CORRUPT_FILE',

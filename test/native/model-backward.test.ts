@@ -296,7 +296,9 @@ describe('AdamW', () => {
       expect(resumed.stepCount).toBe(2);
       await m.sftBackward(batch);
       expect((await resumed.step()).step).toBe(3);
-      m.parameters().forEach((p, i) => expect(m.getParameter(p.name)).toEqual(straight[i]));
+      m.parameters().forEach((p, i) => {
+        expect(m.getParameter(p.name)).toEqual(straight[i]);
+      });
       // A state for another model shape is refused.
       const other = Model.random({ ...cfg, hidden_size: 16, head_dim: 8, intermediate_size: 32 }, 1);
       await expect(AdamW.load(other, join(dir, 'optimizer.safetensors'))).rejects.toMatchObject({

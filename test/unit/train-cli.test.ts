@@ -118,7 +118,9 @@ describe('node train.js', () => {
         expect(model.config.vocab_size).toBe(tok.vocabSize);
         // DAPO checkpoints carry the optimizer's state, which a resumed DAPO continues.
         const opt = await AdamW.load(model, join(dir, 'optimizer.safetensors'));
-        expect(opt.stepCount).toBe(state.dapoIterations > 0 ? events.filter((e) => e.event === 'iteration')[0].steps : 0);
+        expect(opt.stepCount).toBe(
+          state.dapoIterations > 0 ? events.filter((e) => e.event === 'iteration')[0].steps : 0,
+        );
         expect(state.dapoStage.index).toBe(0);
       } finally {
         rmSync(out, { recursive: true, force: true });
