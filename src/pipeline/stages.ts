@@ -83,6 +83,58 @@ export function demoSample(t: Trajectory, tokenizer: Tokenizer): TrainSample {
   return conversationTokens(t.messages, tokenizer, (turn) => t.turns[turn]?.formatError == null);
 }
 
+/**
+ * Induction pretraining, the embedded model's stand-in for pretraining: steps on synthetic
+ * sequences `<s> noise <sep> span <sep> span` of random vocabulary tokens, trained on the repeated
+ * span. A model trained from scratch on a few dozen demonstrations memorises them instead of
+ * learning to copy; this gives it the copying circuits (induction heads) that a pretrained model
+ * brings, which the agent needs to reuse the names and paths it reads in the issue and in
+ * observations.
+ */
+export async function copyPretrain(
+  p: Policy,
+  o: { steps: number; batchSize: number; lr: number; seed: number },
+  hooks: StageHooks,
+): Promise<StepMetrics[]> {
+  if (o.steps <= 0) return [];
+  let a = o.seed >>> 0;
+  const rnd = () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  // Merged tokens only (ids past the 256 byte symbols, before the special tokens at the end).
+  const lo = 256;
+  const hi = Math.max(lo + 2, p.tokenizer.vocabSize - 3);
+  const token = () => lo + Math.floor(rnd() * (hi - lo));
+  const sep = 1;
+  const sample = (): TrainSample => {
+    const span = Array.from({ length: 8 + Math.floor(rnd() * 24) }, token);
+    const noise = Array.from({ length: Math.floor(rnd() * 32) }, token);
+    const tokens = [0, ...noise, sep, ...span, sep, ...span];
+    const lossMask = new Uint8Array(tokens.length);
+    // The first repeated token is unpredictable; every later one is a copy.
+    for (let i = tokens.length - span.length + 1; i < tokens.length; i++) lossMask[i] = 1;
+    return { tokens: Int32Array.from(tokens), lossMask };
+  };
+  const opt = new AdamW(p.model, {
+    lr: warmupCosineLr({ peak: o.lr, warmupSteps: Math.min(20, o.steps - 1), totalSteps: o.steps + 1 }),
+    weightDecay: 0.01,
+  });
+  const trainer = new Trainer(p.model, { optimizer: opt });
+  const out: StepMetrics[] = [];
+  for (let s = 0; s < o.steps; s++) {
+    const m = await trainer.sftStep(Array.from({ length: o.batchSize }, sample));
+    out.push(m);
+    if ((s + 1) % 10 === 0 || s + 1 === o.steps)
+      hooks.log({ stage: 'copy', event: 'step', step: s + 1, loss: m.loss, gradNorm: m.gradNorm, lr: m.lr });
+    hooks.progress?.('copy pretraining steps', s + 1, o.steps);
+  }
+  return out;
+}
+
 /** SFT epochs over samples (shuffled per epoch), one optimizer step per batch. */
 export async function sftEpochs(
   p: Policy,

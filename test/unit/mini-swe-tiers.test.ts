@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { CATALOGUE } from '../../src/env/mini-swe/catalogue.js';
-import { lineMutations, nameSlips, testScripts } from '../../src/env/mini-swe/mutate.js';
+import { lineMutations, nameSlips, renameLocals, testScripts } from '../../src/env/mini-swe/mutate.js';
 import {
   evaluatePatch,
   expertPolicy,
@@ -117,6 +117,49 @@ describe.skipIf(!canSandbox)('test-derived reproductions and tiers', () => {
       expect(tr.finishReason).toBe('submit');
       expect((await evaluatePatch(t, tr.patch)).resolved, t.instance_id).toBe(true);
     }
+  }, 180_000);
+
+  it('renamed locals keep every module correct; exports, properties and keys keep their names', async () => {
+    let seed = 3;
+    const rng = () => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
+    for (const m of CATALOGUE) {
+      const r = renameLocals(m.source, m.exports, rng);
+      expect(r.names.size, m.name).toBeGreaterThanOrEqual(3);
+      for (const e of m.exports) expect(r.names.has(e)).toBe(false);
+      // Outside comments and strings, no old name is left.
+      const code = r.source
+        .split('\n')
+        .filter((l) => !/^\s*(\/\*|\*|\/\/)/.test(l))
+        .join('\n')
+        .replace(/'(?:[^'\\]|\\.)*'/g, "''");
+      for (const [from, to] of r.names) {
+        expect(code).not.toMatch(new RegExp(`(?<![\\w$.])${from}(?![\\w$:])`));
+        expect(code).toMatch(new RegExp(`\\b${to}\\b`));
+      }
+      expect(r.source.split('\n').length).toBe(m.source.split('\n').length);
+      const files = { 'package.json': '{"type":"module"}\n', [m.file]: r.source, [m.testFile]: m.tests };
+      const results = await runAllTests(files);
+      expect(
+        Object.values(results).every((x) => x === 'pass'),
+        `${m.name}: ${JSON.stringify(results)}`,
+      ).toBe(true);
+    }
+    const tasks = await generateMiniSweTasks({
+      count: 3,
+      seed: 9,
+      difficulty: 0,
+      kinds: ['misspelled-name'],
+      renameLocals: true,
+    });
+    const names = tasks.map((t) => /ReferenceError: (\S+)/.exec(t.problem_statement)?.[1]);
+    for (const t of tasks) {
+      const tr = await runEpisode({ task: t, policy: expertPolicy(t, { style: 'direct' }) });
+      expect((await evaluatePatch(t, tr.patch)).resolved, t.instance_id).toBe(true);
+    }
+    expect(names.every((n) => typeof n === 'string')).toBe(true);
   }, 180_000);
 
   it('misspelled-name tasks report the ReferenceError that names the slip; the direct expert fixes them in four turns', async () => {

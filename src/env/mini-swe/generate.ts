@@ -22,7 +22,15 @@ import { runAllTests } from '../evaluate.js';
 import { LocalSandbox } from '../sandbox.js';
 import type { SweTask } from '../tasks.js';
 import { CATALOGUE, type ModuleTemplate, type Mutation } from './catalogue.js';
-import { type LineMutation, lineMutations, nameSlips, testScripts } from './mutate.js';
+import {
+  type LineMutation,
+  lineMutations,
+  nameSlips,
+  renameLocals,
+  renameText,
+  slipAt,
+  testScripts,
+} from './mutate.js';
 
 /** Options of {@link generateMiniSweTasks}. */
 export interface MiniSweOptions {
@@ -38,6 +46,12 @@ export interface MiniSweOptions {
    * a model trained from scratch.
    */
   kinds?: string[];
+  /**
+   * Rename the buggy module's local names per task (renameLocals: parameters and local bindings
+   * drawn from a pool of ordinary names), so that every task has its own names and a model must
+   * read them rather than recall them. Default false.
+   */
+  renameLocals?: boolean;
 }
 
 /** Every bug kind a mini-SWE task can have. */
@@ -237,9 +251,11 @@ export async function generateMiniSweTasks(o: MiniSweOptions): Promise<SweTask[]
       }
       const id = `${c.m.name}-${c.auto ? c.auto.id : c.x.id}`;
       if (dead.has(id)) continue;
-      const task = await makeTask(c, distractors, `mini-swe__${id}-${o.seed}-${i}`, cleanRuns);
+      const renamed = o.renameLocals ? renamedCandidate(c, rng) : c;
+      if (renamed === null) continue;
+      const task = await makeTask(renamed, distractors, `mini-swe__${id}-${o.seed}-${i}`, cleanRuns, renamed !== c);
       if (task !== null) return task;
-      dead.add(id);
+      if (renamed === c) dead.add(id); // a renamed variant may fail where another would not
     }
     throw new SwerlError('mini-SWE: no bug of this split and tier survives validation', 'INTERNAL');
   };
@@ -255,12 +271,29 @@ export async function generateMiniSweTasks(o: MiniSweOptions): Promise<SweTask[]
   return tasks;
 }
 
-/** One validated task, or null for a mutant that no test kills. */
+/** The candidate in a module whose locals are renamed (null when its bug no longer applies). */
+function renamedCandidate(c: Candidate, rng: () => number): Candidate | null {
+  const r = renameLocals(c.m.source, c.m.exports, rng);
+  const m = { ...c.m, source: r.source };
+  if (!c.auto)
+    return { m, x: { ...c.x, find: renameText(c.x.find, r.names), replace: renameText(c.x.replace, r.names) } };
+  if (c.auto.kind === 'misspelled-name') {
+    const auto = slipAt(r.source, c.auto.id);
+    return auto ? { m, auto } : null;
+  }
+  return {
+    m,
+    auto: { ...c.auto, find: renameText(c.auto.find, r.names), replace: renameText(c.auto.replace, r.names) },
+  };
+}
+
+/** One validated task, or null for a mutant that no test kills (or a renaming that broke the module). */
 async function makeTask(
   c: Candidate,
   distractors: ModuleTemplate[],
   instanceId: string,
   cleanRuns: Map<string, Promise<Record<string, 'pass' | 'fail'>>>,
+  renamed = false,
 ): Promise<SweTask | null> {
   const m = c.m;
   const find = c.auto ? c.auto.find : c.x.find;
@@ -272,7 +305,7 @@ async function makeTask(
     throw new SwerlError(`catalogue: ${instanceId} does not occur exactly once`, 'INTERNAL');
   const buggy = { ...clean, [m.file]: m.source.replace(find, replace) };
   // The clean repository's results depend only on its modules: run once per set.
-  const key = modules.map((mm) => mm.name).join(',');
+  const key = modules.map((mm) => `${mm.name}:${createHash('sha1').update(mm.source).digest('hex')}`).join(',');
   let cleanRun = cleanRuns.get(key);
   if (!cleanRun) {
     cleanRun = runAllTests(clean);
@@ -282,6 +315,7 @@ async function makeTask(
   const ids = Object.keys(before);
   const failToPass = ids.filter((id) => after[id] !== 'pass').sort();
   const passToPass = ids.filter((id) => after[id] === 'pass').sort();
+  if (renamed && ids.some((id) => before[id] !== 'pass')) return null;
   if (ids.length === 0 || ids.some((id) => before[id] !== 'pass'))
     throw new SwerlError(`mini-SWE task ${instanceId}: the clean repository fails its tests`, 'INTERNAL');
   let statement: string;

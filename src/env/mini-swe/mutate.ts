@@ -117,7 +117,9 @@ export function nameSlips(source: string): LineMutation[] {
     if (source.split(`${text}\n`).length !== 2) return;
     const code = text.replace(/'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`(?:[^`\\]|\\.)*`/g, (m) => ' '.repeat(m.length));
     const re = /(?<![\w$.])([a-z][A-Za-z0-9]*)(?![\w$])/g;
+    let k = -1;
     for (let m = re.exec(code); m !== null; m = re.exec(code)) {
+      k++;
       const name = m[1] ?? '';
       if (NOT_NAMES.has(name) || name.length < 3) continue;
       const before = code.slice(0, m.index);
@@ -126,7 +128,7 @@ export function nameSlips(source: string): LineMutation[] {
       if (words.has(slip)) continue;
       const mutated = text.slice(0, m.index) + slip + text.slice(m.index + name.length);
       out.push({
-        id: `misspelled-name-l${i + 1}-c${m.index + 1}`,
+        id: `misspelled-name-l${i + 1}-n${k}`,
         kind: 'misspelled-name',
         line: i + 1,
         find: `${text}\n`,
@@ -186,4 +188,82 @@ export function testScripts(testSource: string): Map<string, string> {
     }
   }
   return out;
+}
+
+const NAME_POOL = (
+  'amount count index limit offset value result entry item items list total sum size width height ' +
+  'start end first last next prev step delta span gap low high min max mid left right head tail ' +
+  'key keys code label text word words line lines part parts chunk piece token pos rank score ' +
+  'rate ratio share price cost fee qty units unit volume weight level depth base scale factor ' +
+  'row rows col cols cell page pages slot slots bucket buckets group groups batch record records ' +
+  'acc agg tally counter cursor pointer marker anchor pivot bound edge limitValue target goal ' +
+  'input output source dest payload data info state status flag mode kind tag name title'
+).split(' ');
+
+/** A line with its string and regular-expression literals blanked (same length). */
+function codeOnly(line: string): string {
+  return line
+    .replace(/'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|`(?:[^`\\]|\\.)*`/g, (m) => ' '.repeat(m.length))
+    .replace(/(?<=(?:^|[(,=!&|?:;{}]|\breturn)\s*)\/(?:[^/\\\n]|\\.)+\/[dgimsuy]*/g, (m) => ' '.repeat(m.length));
+}
+
+/**
+ * Renames a module's local names (parameters and local bindings; never exports, properties,
+ * object keys or globals) to names drawn from a pool, the same renaming everywhere in the code
+ * (comments and strings are left alone). The program is the same up to names, so its tests still
+ * pass; each task then has its own names, and a model must read them rather than recall them.
+ * `rng` draws the names; returns the renamed source and the map.
+ */
+export function renameLocals(
+  source: string,
+  exports: string[],
+  rng: () => number,
+): { source: string; names: Map<string, string> } {
+  const code = source
+    .split('\n')
+    .map((l) => (/^\s*(\/\/|\/\*|\*)/.test(l) ? '' : codeOnly(l)))
+    .join('\n');
+  const used = new Set(code.match(/[A-Za-z_$][\w$]*/g) ?? []);
+  const blocked = new Set<string>([...exports, ...NOT_NAMES]);
+  for (const m of code.matchAll(/\.\s*([A-Za-z_$][\w$]*)/g)) blocked.add(m[1] ?? ''); // properties
+  for (const m of code.matchAll(/([A-Za-z_$][\w$]*)\s*:(?!:)/g)) blocked.add(m[1] ?? ''); // keys (and ternary arms)
+  for (const m of code.matchAll(/[{,]\s*([A-Za-z_$][\w$]*)\s*(?=[,}])/g)) blocked.add(m[1] ?? ''); // shorthand
+  for (const m of code.matchAll(/^\s+([A-Za-z_$][\w$]*)\s*\(.*\)\s*\{$/gm)) blocked.add(m[1] ?? ''); // methods
+  for (const m of code.matchAll(/\bclass\s+([A-Za-z_$][\w$]*)/g)) blocked.add(m[1] ?? '');
+  const locals = [...used].filter((w) => /^[a-z]/.test(w) && !blocked.has(w) && !/^(console|globalThis)$/.test(w));
+  const taken = new Set(used);
+  const names = new Map<string, string>();
+  for (const w of locals.sort()) {
+    const free = NAME_POOL.filter((n) => !taken.has(n) && !blocked.has(n));
+    if (free.length === 0) break;
+    const n = free[Math.floor(rng() * free.length)] as string;
+    names.set(w, n);
+    taken.add(n);
+  }
+  return { source: renameText(source, names), names };
+}
+
+/** `text` (source lines) with `names` renamed in its code: comments and strings are left alone. */
+export function renameText(text: string, names: Map<string, string>): string {
+  const renameCode = (l: string) => {
+    const masked = codeOnly(l);
+    let out = '';
+    let last = 0;
+    for (const m of masked.matchAll(/(?<![\w$.])[A-Za-z_$][\w$]*/g)) {
+      const to = names.get(m[0]);
+      if (to === undefined) continue;
+      out += l.slice(last, m.index) + to;
+      last = (m.index ?? 0) + m[0].length;
+    }
+    return out + l.slice(last);
+  };
+  return text
+    .split('\n')
+    .map((l) => (/^\s*(\/\/|\/\*|\*)/.test(l) ? l : renameCode(l)))
+    .join('\n');
+}
+
+/** The misspelled-name mutant `id` (from {@link nameSlips}) applied to `source`, or null when it does not apply. */
+export function slipAt(source: string, id: string): LineMutation | null {
+  return nameSlips(source).find((x) => x.id === id) ?? null;
 }
