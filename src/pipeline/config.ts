@@ -25,7 +25,7 @@ export interface PipelineConfig {
   /** A tasks file (.json/.jsonl/.parquet), or null for the generated mini-SWE suite. */
   tasksFile: string | null;
   /** The generated suite: tier, and optionally only some bug kinds (BUG_KINDS). */
-  miniSwe: { trainTasks: number; testTasks: number; difficulty: number; kinds: string[] | null };
+  miniSwe: { trainTasks: number; testTasks: number; difficulty: number; kinds: string[] | null; renameLocals: boolean };
   /** The embedded model's shape (a Qwen2 model trained from scratch; vocab from the tokenizer). */
   embeddedModel: { hiddenSize: number; layers: number; heads: number; kvHeads: number; intermediateSize: number };
   /** Held-out tasks for evaluation when tasksFile is set: the last `evalTasks` of the file. */
@@ -48,6 +48,8 @@ export interface PipelineConfig {
     noise: number;
     /** The expert's plan (expertPolicy's style). */
     style: 'thorough' | 'direct';
+    /** Induction pretraining steps (copyPretrain) before the demonstrations; 0 = none. */
+    copySteps: number;
     epochs: number;
     lr: number;
     batchSize: number;
@@ -88,7 +90,7 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
   seed: 1,
   modelDir: null,
   tasksFile: null,
-  miniSwe: { trainTasks: 32, testTasks: 12, difficulty: 0, kinds: null },
+  miniSwe: { trainTasks: 32, testTasks: 12, difficulty: 0, kinds: null, renameLocals: false },
   embeddedModel: { hiddenSize: 256, layers: 6, heads: 4, kvHeads: 2, intermediateSize: 768 },
   evalTasks: 12,
   sandbox: { kind: 'local' },
@@ -102,7 +104,16 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
     concurrency: 16,
     maxObservationChars: 2000,
   },
-  warmStart: { enabled: true, demos: 48, noise: 0.3, style: 'thorough', epochs: 2, lr: 2e-3, batchSize: 8 },
+  warmStart: {
+    enabled: true,
+    demos: 48,
+    noise: 0.3,
+    style: 'thorough',
+    copySteps: 0,
+    epochs: 2,
+    lr: 2e-3,
+    batchSize: 8,
+  },
   tokenizer: { vocabSize: 2048 },
   eval: { k: 2 },
   rft: { enabled: true, samplesPerTask: 2, epochs: 2, lr: 5e-4, warmupRatio: 0.1, batchSize: 8 },
@@ -134,9 +145,18 @@ export const PRESETS: Record<string, PipelineConfig> = {
   smoke: {
     preset: 'smoke',
     ...structuredClone(BASE),
-    miniSwe: { trainTasks: 6, testTasks: 3, difficulty: 0, kinds: null },
+    miniSwe: { trainTasks: 6, testTasks: 3, difficulty: 0, kinds: null, renameLocals: false },
     episode: { ...BASE.episode, maxTurns: 8, maxTokensPerTurn: 64, maxContextTokens: 3072, concurrency: 6 },
-    warmStart: { enabled: true, demos: 6, noise: 0.3, style: 'thorough', epochs: 1, lr: 2e-3, batchSize: 6 },
+    warmStart: {
+      enabled: true,
+      demos: 6,
+      noise: 0.3,
+      style: 'thorough',
+      copySteps: 0,
+      epochs: 1,
+      lr: 2e-3,
+      batchSize: 6,
+    },
     tokenizer: { vocabSize: 600 },
     eval: { k: 1 },
     rft: { enabled: true, samplesPerTask: 1, epochs: 1, lr: 5e-4, warmupRatio: 0.1, batchSize: 4 },
@@ -219,7 +239,7 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
   const ms = c.miniSwe as unknown as Record<string, unknown>;
   check(
     { ...ms, kinds: undefined },
-    { trainTasks: 'int+', testTasks: 'int+', difficulty: 'int0', kinds: 'str?' },
+    { trainTasks: 'int+', testTasks: 'int+', difficulty: 'int0', kinds: 'str?', renameLocals: 'bool' },
     'miniSwe.',
   );
   if (
@@ -282,6 +302,7 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
       demos: 'int0',
       noise: 'unit',
       style: ['thorough', 'direct'],
+      copySteps: 'int0',
       epochs: 'int0',
       lr: 'num0',
       batchSize: 'int+',

@@ -28,6 +28,7 @@ import { AdamW } from '../train/adamw.js';
 import { type PipelineConfig, rlFilterWarnings } from './config.js';
 import { writeReport } from './report.js';
 import {
+  copyPretrain,
   dapoIteration,
   demoSample,
   type EvalResult,
@@ -114,6 +115,7 @@ async function tasksFor(c: PipelineConfig): Promise<{ train: SweTask[]; test: Sw
       difficulty: c.miniSwe.difficulty,
       split: 'train',
       kinds: c.miniSwe.kinds ?? undefined,
+      renameLocals: c.miniSwe.renameLocals,
     }),
     generateMiniSweTasks({
       count: c.miniSwe.testTasks,
@@ -121,6 +123,7 @@ async function tasksFor(c: PipelineConfig): Promise<{ train: SweTask[]; test: Sw
       difficulty: c.miniSwe.difficulty,
       split: 'test',
       kinds: c.miniSwe.kinds ?? undefined,
+      renameLocals: c.miniSwe.renameLocals,
     }),
   ]);
   return { train, test };
@@ -222,6 +225,16 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     tokenizer = Tokenizer.train(corpus, { vocabSize: c.tokenizer.vocabSize });
     model = Model.random(embeddedModelConfig(c, tokenizer.vocabSize), c.seed);
     say(`embedded model: ${(model.numParameters / 1e6).toFixed(2)} M parameters, vocabulary ${tokenizer.vocabSize}`);
+    if (c.warmStart.enabled && c.warmStart.copySteps > 0) {
+      const steps = await copyPretrain(
+        { model, tokenizer } as Policy,
+        { steps: c.warmStart.copySteps, batchSize: 16, lr: c.warmStart.lr, seed: c.seed * 13 + 1 },
+        hooks,
+      );
+      say(
+        `copy pretraining: ${steps.length} steps, loss ${steps[0]?.loss.toFixed(3)} -> ${steps.at(-1)?.loss.toFixed(3)}`,
+      );
+    }
     if (c.warmStart.enabled && c.warmStart.epochs > 0) {
       const samples = demos.map((d) => demoSample(d, tokenizer));
       const steps = await sftEpochs(

@@ -47,6 +47,8 @@ describe('node train.js', () => {
       bad({ miniSwe: { kinds: ['typo'] } }, /miniSwe\.kinds/);
       bad({ embeddedModel: { hiddenSize: 96, heads: 5 } }, /embeddedModel\.heads/);
       bad({ warmStart: { style: 'fast' } }, /warmStart\.style/);
+      bad({ warmStart: { copySteps: -1 } }, /warmStart\.copySteps/);
+      bad({ miniSwe: { renameLocals: 'yes' } }, /miniSwe\.renameLocals/);
       bad('{ not json', /not valid JSON/);
       bad({ preset: 'nope' }, /preset/);
       expect(existsSync(join(dir, 'run'))).toBe(false); // nothing ran
