@@ -165,7 +165,7 @@ describe.skipIf(!canSandbox)('test-derived reproductions and tiers', () => {
   it('misspelled-name tasks report the ReferenceError that names the slip; the direct expert fixes them in four turns', async () => {
     const tasks = await generateMiniSweTasks({ count: 4, seed: 3, difficulty: 0, kinds: ['misspelled-name'] });
     for (const t of tasks) {
-      expect(t.instance_id).toMatch(/misspelled-name-l\d+-c\d+/);
+      expect(t.instance_id).toMatch(/misspelled-name-l\d+-n\d+/);
       const slip = /ReferenceError: (\S+) is not defined/.exec(t.problem_statement)?.[1];
       expect(slip, t.problem_statement).toBeDefined();
       expect(t.patch).toContain(`-`);
