@@ -14,6 +14,7 @@ import type { RemoteEngine } from '../engine/remote.js';
 import { expertPolicy } from '../env/mini-swe/expert.js';
 import type { SweTask } from '../env/tasks.js';
 import type { Model } from '../model/model.js';
+import { mulberry32 } from '../random.js';
 import { conversationTokens } from '../rollout/chatml.js';
 import type { RolloutRecord } from '../rollout/record.js';
 import { runRollouts } from '../rollout/rollouts.js';
@@ -39,14 +40,7 @@ export interface StageHooks {
 
 /** Deterministic shuffle (mulberry32). */
 export function shuffled<T>(xs: T[], seed: number): T[] {
-  let a = seed >>> 0;
-  const rnd = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const rnd = mulberry32(seed);
   const out = [...xs];
   for (let i = out.length - 1; i > 0; i--) {
     const j = Math.floor(rnd() * (i + 1));
@@ -97,14 +91,7 @@ export async function copyPretrain(
   hooks: StageHooks,
 ): Promise<StepMetrics[]> {
   if (o.steps <= 0) return [];
-  let a = o.seed >>> 0;
-  const rnd = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const rnd = mulberry32(o.seed);
   // Merged tokens only (ids past the 256 byte symbols, before the special tokens at the end).
   const lo = 256;
   const hi = Math.max(lo + 2, p.tokenizer.vocabSize - 3);

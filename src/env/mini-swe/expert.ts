@@ -9,19 +9,9 @@
 import type { Policy } from '../../agent/episode.js';
 import type { AgentMessage } from '../../agent/scaffold.js';
 import { invalidArgument } from '../../errors.js';
+import { mulberry32 } from '../../random.js';
 import type { SweTask } from '../tasks.js';
 import { CATALOGUE, type ModuleTemplate, type Mutation } from './catalogue.js';
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The hand-written catalogue entry behind a mini-SWE task id (tasks from mutants have none). */
 export function taskBug(task: SweTask): { module: ModuleTemplate; mutation: Mutation } {

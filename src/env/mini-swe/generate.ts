@@ -18,6 +18,7 @@
  */
 import { createHash } from 'node:crypto';
 import { invalidArgument, SwerlError } from '../../errors.js';
+import { mulberry32 } from '../../random.js';
 import { runAllTests } from '../evaluate.js';
 import { LocalSandbox } from '../sandbox.js';
 import type { SweTask } from '../tasks.js';
@@ -67,17 +68,6 @@ export const BUG_KINDS = [
   'logical-swap',
   'misspelled-name',
 ] as const;
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The split a bug belongs to: a fixed hash of its module and id. */
 export function bugSplit(module: string, mutation: string): 'train' | 'test' {

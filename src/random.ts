@@ -1,0 +1,14 @@
+/**
+ * mulberry32: the small seeded generator behind every deterministic draw in the pipeline and the
+ * mini-SWE suite (task choice, expert detours, shuffles, synthetic copy data). Uniform in [0, 1).
+ */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
