@@ -66,6 +66,21 @@ export {
   resolveConfig,
 } from './pipeline/config.js';
 export { type RunOptions, type RunSummary, runPipeline, type StageSummary } from './pipeline/run.js';
+export {
+  copyPretrain,
+  type DapoExtras,
+  dapoIteration,
+  demoSample,
+  type EvalResult,
+  episodeStats,
+  evaluate,
+  expertDemos,
+  type Policy as TrainedPolicy,
+  rft,
+  type StageHooks,
+  sftEpochs,
+  shuffled,
+} from './pipeline/stages.js';
 export { conversationTokens, deltaText, promptText } from './rollout/chatml.js';
 export {
   type RolloutRecord,
@@ -110,6 +125,7 @@ export {
   sftLoss,
   sftLossFused,
 } from './train/losses.js';
+export { sequenceLogprobs } from './train/reference.js';
 export {
   microBatches,
   type PolicySample,

@@ -75,7 +75,13 @@ export interface PipelineConfig {
     agg: LossAggregation;
     estimator: 'grpo' | 'drgrpo' | 'rloo';
     dropZeroAdvantage: boolean;
+    /**
+     * DAPO's dynamic-sampling refill: rounds of extra tasks sampled (from the stage's pool, not yet
+     * used this iteration) until `tasksPerIteration` groups have a non-zero advantage; 0 = off.
+     */
+    refillRounds: number;
     filterOverlong: boolean;
+    /** Weight of the k3 KL penalty to a frozen reference (the policy where DAPO starts); 0 = off. */
     klCoef: number;
     entropyCoef: number;
     temperature: number;
@@ -128,6 +134,7 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
     agg: 'token-mean',
     estimator: 'grpo',
     dropZeroAdvantage: true,
+    refillRounds: 0,
     filterOverlong: false,
     klCoef: 0,
     entropyCoef: 0,
@@ -339,6 +346,7 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
       agg: ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum', 'seq-mean-token-sum-norm'],
       estimator: ['grpo', 'drgrpo', 'rloo'],
       dropZeroAdvantage: 'bool',
+      refillRounds: 'int0',
       filterOverlong: 'bool',
       klCoef: 'num0',
       entropyCoef: 'num0',

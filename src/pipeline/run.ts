@@ -11,7 +11,7 @@
  * counts of the current DAPO stage, so a resumed DAPO continues its moments and its stage filter.
  */
 import { createHash } from 'node:crypto';
-import { appendFile, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { SYSTEM_PROMPT } from '../agent/scaffold.js';
 import { Engine } from '../engine/engine.js';
@@ -82,6 +82,8 @@ interface RunState {
   elapsedSeconds: number;
   checkpoint: string | null;
   dapoIterations: number;
+  /** Bytes of metrics.jsonl the finished phases wrote: a resume cuts the killed phase's partial lines. */
+  metricsBytes?: number;
   /** The DAPO stage in progress: its task pool and each task's tries and solves (the filter between stages). */
   dapoStage?: { index: number; pool: string[]; solvedBy: Record<string, { tries: number; solved: number }> };
 }
@@ -169,16 +171,20 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
   } else {
     state = { configHash: hashConfig(c), done: [], stages: [], elapsedSeconds: 0, checkpoint: null, dapoIterations: 0 };
     await rm(join(o.out, 'metrics.jsonl'), { force: true });
+    await rm(join(o.out, 'checkpoints', 'reference'), { recursive: true, force: true });
   }
   await writeAtomic(join(o.out, 'config.json'), `${JSON.stringify(c, null, 2)}\n`);
   const warnings = rlFilterWarnings(c);
   for (const w of warnings)
     say(`WARNING: ${w}: RL samples from a filtered distribution; importance ratios and the policy gradient are biased`);
   const metricsPath = join(o.out, 'metrics.jsonl');
+  if (o.resume && state.metricsBytes !== undefined) await truncate(metricsPath, state.metricsBytes).catch(() => {});
+  let metricsBytes = state.metricsBytes ?? (await stat(metricsPath).catch(() => ({ size: 0 }))).size;
   let written: Promise<void> = Promise.resolve(); // metrics lines, appended in order
   const hooks: StageHooks = {
     log: (e) => {
       const line = `${JSON.stringify({ t: Date.now(), ...e })}\n`;
+      metricsBytes += Buffer.byteLength(line);
       written = written.then(() => appendFile(metricsPath, line));
     },
     progress: o.progress,
@@ -268,6 +274,8 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     const previous = state.checkpoint;
     state.checkpoint = dir;
     state.elapsedSeconds = elapsed();
+    await written; // the phase's metrics are on disk before the state says it is done
+    state.metricsBytes = metricsBytes;
     await writeAtomic(statePath, `${JSON.stringify(state, null, 2)}\n`);
     if (previous && previous !== dir) await rm(previous, { recursive: true, force: true });
   }
@@ -281,8 +289,9 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     );
     state.done.push(phase);
     state.elapsedSeconds = elapsed();
+    await written; // the phase's metrics are on disk before the state says it is done
+    state.metricsBytes = metricsBytes;
     await writeAtomic(statePath, `${JSON.stringify(state, null, 2)}\n`);
-    await written;
     await writeReport(o.out);
   };
 
@@ -306,6 +315,18 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
       saved && (await fileExists(saved))
         ? await AdamW.load(model, saved, { lr: c.dapo.lr, weightDecay: 0 })
         : new AdamW(model, { lr: c.dapo.lr, weightDecay: 0 });
+    // The KL reference: the policy as DAPO found it, kept on disk so that a resume uses the same one.
+    let reference: Model | undefined;
+    if (c.dapo.klCoef > 0) {
+      const dir = join(o.out, 'checkpoints', 'reference');
+      if (!(await fileExists(join(dir, 'config.json')))) {
+        const tmp = `${dir}.tmp-${process.pid}`;
+        await rm(tmp, { recursive: true, force: true });
+        await model.save(tmp);
+        await rename(tmp, dir);
+      }
+      reference = await Model.load(dir);
+    }
     const resumed = state.dapoStage;
     if (resumed) {
       const byId = new Map(train.map((t) => [t.instance_id, t]));
@@ -318,7 +339,8 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
       );
       for (let it = 0; it < stage.iterations; it++) {
         const phase = `dapo-${si}-${it}`;
-        const tasks = shuffled(pool, c.seed * 31 + si * 1000 + it).slice(0, stage.tasksPerIteration);
+        const order = shuffled(pool, c.seed * 31 + si * 1000 + it);
+        const tasks = order.slice(0, stage.tasksPerIteration);
         if (done(phase)) continue;
         const { metrics, records } = await dapoIteration(
           policy,
@@ -328,6 +350,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
           state.dapoIterations + 1,
           optimizer,
           hooks,
+          { reference, refill: order.slice(stage.tasksPerIteration) },
         );
         for (const r of records) {
           const e = solvedBy.get(r.instance_id) ?? { tries: 0, solved: 0 };

@@ -13,6 +13,7 @@ import type { Engine } from '../engine/engine.js';
 import type { RemoteEngine } from '../engine/remote.js';
 import { expertPolicy } from '../env/mini-swe/expert.js';
 import type { SweTask } from '../env/tasks.js';
+import { invalidArgument } from '../errors.js';
 import type { Model } from '../model/model.js';
 import { mulberry32 } from '../random.js';
 import { conversationTokens } from '../rollout/chatml.js';
@@ -21,6 +22,7 @@ import { runRollouts } from '../rollout/rollouts.js';
 import { policySamples, rftSamples } from '../rollout/samples.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { AdamW, warmupCosineLr } from '../train/adamw.js';
+import { sequenceLogprobs } from '../train/reference.js';
 import { type StepMetrics, Trainer, type TrainSample } from '../train/trainer.js';
 import type { DapoStageConfig, PipelineConfig } from './config.js';
 
@@ -267,7 +269,20 @@ export async function rft(
   return stats;
 }
 
-/** One DAPO iteration: G rollouts per task, advantages, several optimizer steps. */
+/** Extras of {@link dapoIteration}. */
+export interface DapoExtras {
+  /** The frozen reference policy for the KL penalty (required when c.dapo.klCoef > 0). */
+  reference?: Model;
+  /** Tasks to refill from (in order) when groups are dropped, per c.dapo.refillRounds. */
+  refill?: SweTask[];
+}
+
+/**
+ * One DAPO iteration: G rollouts per task, advantages, several optimizer steps. With
+ * `refillRounds`, tasks from `extras.refill` are rolled out in further rounds until
+ * `tasks.length` groups have a non-zero advantage (DAPO's dynamic sampling, which keeps the batch
+ * full); with `klCoef`, each sample carries the reference's logprobs.
+ */
 export async function dapoIteration(
   p: Policy,
   tasks: SweTask[],
@@ -276,27 +291,48 @@ export async function dapoIteration(
   iteration: number,
   optimizer: AdamW,
   hooks: StageHooks,
+  extras: DapoExtras = {},
 ): Promise<{ metrics: Record<string, number>; records: RolloutRecord[] }> {
   const G = c.dapo.samplesPerTask;
+  if (c.dapo.klCoef > 0 && !extras.reference)
+    throw invalidArgument('extras.reference', 'a reference Model (dapo.klCoef > 0)', extras.reference);
   let done = 0;
+  let total = tasks.length * G;
   const t0 = performance.now();
-  const records = await runRollouts({
-    engine: p.engine,
-    tokenizer: p.tokenizer,
-    tasks,
-    samplesPerTask: G,
-    seed: c.seed * 15485863 + iteration * 1009,
-    sampling: { temperature: c.dapo.temperature, topP: c.dapo.topP, topK: c.dapo.topK, minP: c.dapo.minP },
-    ...rolloutOptions(c, stage),
-    onRecord: () => hooks.progress?.(`dapo ${iteration} rollouts`, ++done, tasks.length * G),
-  });
-  const rolloutSeconds = (performance.now() - t0) / 1000;
-  const generated = records.reduce((a, r) => a + r.assistantMask.reduce((s, x) => s + x, 0), 0);
-  const batch = policySamples(records, {
+  const batchOptions = {
     estimator: c.dapo.estimator,
     dropZeroAdvantage: c.dapo.dropZeroAdvantage,
     filterOverlong: c.dapo.filterOverlong,
-  });
+  };
+  const records: RolloutRecord[] = [];
+  const spare = [...(extras.refill ?? [])].filter((t) => !tasks.includes(t));
+  let round: SweTask[] = tasks;
+  let refillRounds = 0;
+  for (;;) {
+    records.push(
+      ...(await runRollouts({
+        engine: p.engine,
+        tokenizer: p.tokenizer,
+        tasks: round,
+        samplesPerTask: G,
+        seed: c.seed * 15485863 + iteration * 1009 + refillRounds * 7,
+        sampling: { temperature: c.dapo.temperature, topP: c.dapo.topP, topK: c.dapo.topK, minP: c.dapo.minP },
+        ...rolloutOptions(c, stage),
+        onRecord: () => hooks.progress?.(`dapo ${iteration} rollouts`, ++done, total),
+      })),
+    );
+    const b = policySamples(records, batchOptions);
+    const missing = tasks.length - (b.groups - b.droppedGroups);
+    if (missing <= 0 || refillRounds >= c.dapo.refillRounds || spare.length === 0) break;
+    round = spare.splice(0, missing);
+    total += round.length * G;
+    refillRounds++;
+  }
+  const rolloutSeconds = (performance.now() - t0) / 1000;
+  const generated = records.reduce((a, r) => a + r.assistantMask.reduce((s, x) => s + x, 0), 0);
+  const batch = policySamples(records, batchOptions);
+  if (extras.reference)
+    for (const s of batch.samples) s.refLogprobs = await sequenceLogprobs(extras.reference, s.tokens);
   const trainer = new Trainer(p.model, { optimizer });
   const steps: StepMetrics[] = [];
   const t1 = performance.now();
@@ -309,7 +345,7 @@ export async function dapoIteration(
           clipLow: c.dapo.clipLow,
           clipHigh: c.dapo.clipHigh,
           agg: c.dapo.agg,
-          klCoef: 0,
+          klCoef: c.dapo.klCoef,
           entropyCoef: c.dapo.entropyCoef,
         }),
       );
@@ -330,6 +366,8 @@ export async function dapoIteration(
     clipFracLow: mean((m) => m.clipFracLow),
     clipFracHigh: mean((m) => m.clipFracHigh),
     ratioDeviation: mean((m) => m.ratioDeviation),
+    kl: mean((m) => m.kl),
+    refillRounds,
     gradNorm: mean((m) => m.gradNorm),
     rolloutSeconds,
     trainSeconds,

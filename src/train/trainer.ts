@@ -26,6 +26,11 @@ export interface PolicySample extends TrainSample {
   advantage: number | Float32Array;
   /** Per token: the logprobs the rollout policy gave them (the engine's), 0 where untrained. */
   oldLogprobs: Float32Array;
+  /**
+   * Per token: the reference policy's logprobs (see {@link sequenceLogprobs}), for the k3 KL
+   * penalty of `klCoef`; without them the penalty is off for this sample.
+   */
+  refLogprobs?: Float32Array;
 }
 
 /** Trainer options. */
@@ -48,11 +53,12 @@ export interface StepMetrics {
   /** Trained tokens (Σ mask). */
   tokens: number;
   microBatches: number;
-  /** Policy steps: masked mean entropy, clip fractions, mean |ratio − 1|. */
+  /** Policy steps: masked mean entropy, clip fractions, mean |ratio − 1|, mean k3 KL to the reference. */
   entropy?: number;
   clipFracLow?: number;
   clipFracHigh?: number;
   ratioDeviation?: number;
+  kl?: number;
   /** Per sample, the current policy's logprob of each token (the trainer's, for checks). */
   logprobs: Float32Array[];
   seconds: number;
@@ -163,7 +169,10 @@ export class Trainer {
       } else if (s.advantage instanceof Float32Array && s.advantage.length === T)
         advantages.set(s.advantage.subarray(1));
       else throw invalidArgument(`samples[${i}].advantage`, `a number or a Float32Array of ${T}`, s.advantage);
-      return { ...r, oldLogprobs: s.oldLogprobs.subarray(1), advantages };
+      if (s.refLogprobs !== undefined && !(s.refLogprobs instanceof Float32Array && s.refLogprobs.length === T))
+        throw invalidArgument(`samples[${i}].refLogprobs`, `a Float32Array of ${T}`, s.refLogprobs?.length);
+      const refLogprobs = s.refLogprobs?.subarray(1);
+      return { ...r, oldLogprobs: s.oldLogprobs.subarray(1), advantages, ...(refLogprobs ? { refLogprobs } : {}) };
     });
     const counts = prepared.map((p) => p.mask.reduce((a, b) => a + b, 0));
     const N = counts.reduce((a, b) => a + b, 0);
@@ -179,6 +188,7 @@ export class Trainer {
     let clipLow = 0;
     let clipHigh = 0;
     let dev = 0;
+    let kl = 0;
     const logprobs: Float32Array[] = new Array(samples.length);
     for (const mb of mbs)
       for (const i of mb) {
@@ -197,6 +207,13 @@ export class Trainer {
         clipHigh += r.clipFracHigh * n;
         for (let t = 0; t < p.mask.length; t++)
           if (p.mask[t]) dev += Math.abs(Math.exp((r.logprobs[t] as number) - (p.oldLogprobs[t] as number)) - 1);
+        if (p.refLogprobs)
+          for (let t = 0; t < p.mask.length; t++) {
+            if (!p.mask[t]) continue;
+            // k3 (Schulman's low-variance estimator), as verl's low_var_kl, clamped the same way.
+            const d = Math.max(-20, Math.min(20, (p.refLogprobs[t] as number) - (r.logprobs[t] as number)));
+            kl += Math.min(10, Math.max(-10, Math.exp(d) - d - 1));
+          }
         logprobs[i] = r.logprobs;
       }
     const st = await this.#o.optimizer.step();
@@ -210,6 +227,7 @@ export class Trainer {
       clipFracLow: clipLow / N,
       clipFracHigh: clipHigh / N,
       ratioDeviation: dev / N,
+      kl: kl / N,
       logprobs,
       seconds: (performance.now() - t0) / 1000,
     };

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   AdamW,
+  dapoIteration,
   Engine,
   generateMiniSweTasks,
   isolationAvailable,
@@ -18,9 +19,11 @@ import {
   Model,
   policySamples,
   readRollouts,
+  resolveConfig,
   rftSamples,
   runRollouts,
   SYSTEM_PROMPT,
+  sequenceLogprobs,
   Tokenizer,
   Trainer,
   writeRollouts,
@@ -28,7 +31,7 @@ import {
 
 const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
 
-function setup() {
+function setup(seed = 3) {
   const corpus = [
     SYSTEM_PROMPT,
     'DISCUSSION\nLet me run the tests.\n\n```command\nnode --test\n```',
@@ -47,7 +50,7 @@ function setup() {
       head_dim: 16,
       tie_word_embeddings: true,
     },
-    3,
+    seed,
   );
   return { tokenizer, model };
 }
@@ -181,6 +184,90 @@ describe.skipIf(!canSandbox)('rollouts and the trainer', () => {
     for (let k = 1; k < tokens.length; k++) if (mask[k]) sum -= lp[k - 1] as number;
     expect(alone.st.loss).toBeCloseTo(sum / 6, 5);
   });
+
+  it('the KL reference: its logprobs are the trainer path, bitwise; k3 is 0 and pulls nothing at the reference', async () => {
+    const { tokenizer } = setup();
+    const tokens = tokenizer.encode(
+      '<|im_start|>user\nrun the tests<|im_end|>\n<|im_start|>assistant\nls -la src test<|im_end|>\n',
+    );
+    const lossMask = new Float32Array(tokens.length).fill(1, tokens.length - 8);
+    const step = async (refSeed: number | null, klCoef: number) => {
+      const { model } = setup();
+      const ref = refSeed === null ? null : await sequenceLogprobs(setup(refSeed).model, tokens);
+      const trainer = new Trainer(model, { optimizer: new AdamW(model, { lr: 1e-2 }) });
+      const own = await sequenceLogprobs(model, tokens);
+      const st = await trainer.policyStep(
+        [{ tokens, lossMask, advantage: 1, oldLogprobs: own, ...(ref ? { refLogprobs: ref } : {}) }],
+        { klCoef },
+      );
+      return { st, own, ref, w: model.getParameter('model.layers.1.mlp.down_proj.weight') };
+    };
+    const plain = await step(null, 0);
+    // sequenceLogprobs (dense forward + log-softmax) equals the fused training path bitwise.
+    const lp = plain.st.logprobs[0] as Float32Array;
+    for (let k = 1; k < tokens.length; k++) expect(Object.is(plain.own[k], lp[k - 1]), `token ${k}`).toBe(true);
+    expect(plain.own[0]).toBe(0);
+    // A reference equal to the policy: k3 = 0 and its gradient 1 − exp(0) = 0, so the step is the same.
+    const same = await step(3, 0.5);
+    expect(same.st.kl).toBe(0);
+    // (Only float32 rounding of the stored reference logprobs remains: updates are ~lr = 1e-2.)
+    const drift = (w: Float32Array) => w.reduce((m, x, i) => Math.max(m, Math.abs(x - (plain.w[i] as number))), 0);
+    expect(drift(same.w)).toBeLessThan(1e-4);
+    // Another reference: k3 = exp(d) − d − 1 with d = ref − logp, averaged over the trained tokens.
+    const other = await step(4, 0.5);
+    let k3 = 0;
+    let n = 0;
+    for (let k = 1; k < tokens.length; k++)
+      if (lossMask[k]) {
+        const d = (other.ref?.[k] as number) - (other.own[k] as number);
+        k3 += Math.exp(d) - d - 1;
+        n++;
+      }
+    expect(other.st.kl).toBeGreaterThan(0);
+    expect(other.st.kl).toBeCloseTo(k3 / n, 5);
+    expect(other.st.loss).toBeGreaterThan(plain.st.loss);
+    expect(drift(other.w)).toBeGreaterThan(1e-3);
+    const { model } = setup();
+    const bad = { tokens, lossMask, advantage: 1, oldLogprobs: plain.own, refLogprobs: new Float32Array(3) };
+    await expect(new Trainer(model, { optimizer: new AdamW(model) }).policyStep([bad])).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+  });
+
+  it('DAPO refills dropped groups from spare tasks, and a KL coefficient needs a reference', async () => {
+    const { tokenizer, model } = setup();
+    const engine = new Engine({ model, kvBlocks: 2048, blockSize: 16 });
+    const tasks = await generateMiniSweTasks({ count: 3, seed: 5, difficulty: 0 });
+    const c = resolveConfig(
+      { dapo: { refillRounds: 1, samplesPerTask: 2 }, episode: { maxTokensPerTurn: 8 } },
+      'smoke',
+    );
+    const stage = { iterations: 1, maxTurns: 1, maxContextTokens: 3072, tasksPerIteration: 1 };
+    const optimizer = new AdamW(model, { lr: 1e-3 });
+    const log: Record<string, unknown>[] = [];
+    const hooks = { log: (e: Record<string, unknown>) => log.push(e) };
+    const policy = { model, engine, tokenizer };
+    // A random model solves nothing: every group is flat, so one refill round samples one more task.
+    const { metrics, records } = await dapoIteration(policy, tasks.slice(0, 1), c, stage, 1, optimizer, hooks, {
+      refill: tasks,
+    });
+    expect(records.every((r) => !r.resolved)).toBe(true);
+    expect(records.map((r) => r.instance_id)).toEqual([
+      tasks[0]?.instance_id,
+      tasks[0]?.instance_id,
+      tasks[1]?.instance_id,
+      tasks[1]?.instance_id,
+    ]);
+    expect(metrics.refillRounds).toBe(1);
+    expect(metrics.groups).toBe(2);
+    expect(metrics.droppedGroups).toBe(2);
+    expect(metrics.steps).toBe(0);
+    expect(log.some((e) => e.event === 'iteration' && e.refillRounds === 1)).toBe(true);
+    const kl = resolveConfig({ dapo: { klCoef: 0.1 } }, 'smoke');
+    await expect(dapoIteration(policy, tasks.slice(0, 1), kl, stage, 2, optimizer, hooks)).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+  }, 120_000);
 
   it('group advantages, dynamic sampling and RFT selection', () => {
     const rec = (id: string, reward: number, resolved: boolean, finishReason = 'submit') =>

@@ -49,6 +49,8 @@ describe('node train.js', () => {
       bad({ warmStart: { style: 'fast' } }, /warmStart\.style/);
       bad({ warmStart: { copySteps: -1 } }, /warmStart\.copySteps/);
       bad({ miniSwe: { renameLocals: 'yes' } }, /miniSwe\.renameLocals/);
+      bad({ dapo: { refillRounds: -1 } }, /dapo\.refillRounds/);
+      bad({ dapo: { klCoef: 'high' } }, /dapo\.klCoef/);
       bad('{ not json', /not valid JSON/);
       bad({ preset: 'nope' }, /preset/);
       expect(existsSync(join(dir, 'run'))).toBe(false); // nothing ran
@@ -61,33 +63,56 @@ describe('node train.js', () => {
   });
 
   it.skipIf(!canSandbox)(
-    'smoke: killed mid-run, --resume finishes without repeating a phase; the run folder is complete',
+    'smoke: killed after the base evaluation and again mid-DAPO, --resume finishes without losing or repeating a phase',
     async () => {
       const out = mkdtempSync(join(tmpdir(), 'swerl-train-'));
-      try {
-        // Start, and kill the process once the base evaluation has been recorded.
-        const child = spawn(process.execPath, [join(root, 'train.js'), '--preset', 'smoke', '--out', out], {
-          cwd: root,
-          stdio: 'ignore',
-        });
-        const statePath = join(out, 'state.json');
+      // The smoke preset with two DAPO iterations, the KL penalty (its reference is kept on disk)
+      // and refill rounds, so that the second kill lands between DAPO iterations.
+      const cfg = join(out, 'smoke2.json');
+      writeFileSync(
+        cfg,
+        JSON.stringify({
+          preset: 'smoke',
+          dapo: {
+            stages: [{ iterations: 2, maxTurns: 8, maxContextTokens: 3072, tasksPerIteration: 3 }],
+            klCoef: 0.01,
+            refillRounds: 1,
+          },
+        }),
+      );
+      const statePath = join(out, 'run', 'state.json');
+      const runUntil = async (phase: string, resume: boolean) => {
+        const args = [
+          join(root, 'train.js'),
+          '--config',
+          cfg,
+          '--out',
+          join(out, 'run'),
+          ...(resume ? ['--resume'] : []),
+        ];
+        const child = spawn(process.execPath, args, { cwd: root, stdio: 'ignore' });
         const deadline = Date.now() + 240_000; // generous: CI runs other test files beside it
         for (;;) {
-          if (Date.now() > deadline) throw new Error('the smoke run never reached eval-base');
+          if (Date.now() > deadline) throw new Error(`the smoke run never reached ${phase}`);
           await new Promise((r) => setTimeout(r, 250));
           try {
-            if (JSON.parse(readFileSync(statePath, 'utf8')).done.includes('eval-base')) break;
+            if (JSON.parse(readFileSync(statePath, 'utf8')).done.includes(phase)) break;
           } catch {
             // not written yet
           }
         }
         child.kill('SIGKILL');
         await new Promise((r) => child.on('exit', r));
-        expect(existsSync(join(out, 'summary.json'))).toBe(false);
-        const resumed = train(['--preset', 'smoke', '--out', out, '--resume']);
+        expect(existsSync(join(out, 'run', 'summary.json'))).toBe(false);
+      };
+      try {
+        await runUntil('eval-base', false);
+        await runUntil('dapo-0-0', true);
+        const resumed = train(['--config', cfg, '--out', join(out, 'run'), '--resume']);
         expect(resumed.status, resumed.stderr + resumed.stdout).toBe(0);
         expect(resumed.stdout).toContain('resuming after');
-        const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+        const run = join(out, 'run');
+        const summary = JSON.parse(readFileSync(join(run, 'summary.json'), 'utf8'));
         expect(summary.preset).toBe('smoke');
         expect(summary.stages.map((s: { name: string }) => s.name)).toEqual(['base', 'rft', 'dapo']);
         for (const s of summary.stages) {
@@ -98,31 +123,37 @@ describe('node train.js', () => {
         }
         expect(summary.wallSeconds).toBeLessThan(300);
         // No phase ran twice: one base evaluation in the metrics, each phase once in the state.
-        const events = readFileSync(join(out, 'metrics.jsonl'), 'utf8')
+        const events = readFileSync(join(run, 'metrics.jsonl'), 'utf8')
           .trim()
           .split('\n')
           .map((l) => JSON.parse(l));
         expect(events.filter((e) => e.event === 'eval' && e.stage === 'base').length).toBe(1);
         expect(events.filter((e) => e.stage === 'warmstart').length).toBeGreaterThan(0);
-        expect(events.filter((e) => e.event === 'iteration').length).toBe(1);
+        // Both DAPO iterations, once each, in order; KL measured against the reference.
+        const iterations = events.filter((e) => e.event === 'iteration');
+        expect(iterations.map((e) => e.iteration)).toEqual([1, 2]);
+        for (const e of iterations) {
+          expect(e.kl).toBeGreaterThanOrEqual(0);
+          expect(e.refillRounds).toBeLessThanOrEqual(1);
+          expect(e.groups).toBeGreaterThanOrEqual(3);
+        }
         const state = JSON.parse(readFileSync(statePath, 'utf8'));
         expect(new Set(state.done).size).toBe(state.done.length);
-        const html = readFileSync(join(out, 'report.html'), 'utf8');
+        const html = readFileSync(join(run, 'report.html'), 'utf8');
         expect(html).toContain('<svg');
         expect(html).toContain('Pass@1');
         expect(html).not.toMatch(/<script|https?:\/\//);
         // The checkpoint is a Hugging Face folder swerl (and transformers) can load.
-        const ckpts = readdirSync(join(out, 'checkpoints'));
-        expect(ckpts).toEqual(['dapo-0-0']);
-        const dir = join(out, 'checkpoints', 'dapo-0-0');
+        const ckpts = readdirSync(join(run, 'checkpoints')).sort();
+        expect(ckpts).toEqual(['dapo-0-1', 'reference']);
+        const dir = join(run, 'checkpoints', 'dapo-0-1');
         const model = await Model.load(dir);
         const tok = await Tokenizer.load(dir);
         expect(model.config.vocab_size).toBe(tok.vocabSize);
         // DAPO checkpoints carry the optimizer's state, which a resumed DAPO continues.
         const opt = await AdamW.load(model, join(dir, 'optimizer.safetensors'));
-        expect(opt.stepCount).toBe(
-          state.dapoIterations > 0 ? events.filter((e) => e.event === 'iteration')[0].steps : 0,
-        );
+        expect(opt.stepCount).toBe(iterations.reduce((a, e) => a + e.steps, 0));
+        expect(state.dapoIterations).toBe(2);
         expect(state.dapoStage.index).toBe(0);
       } finally {
         rmSync(out, { recursive: true, force: true });
