@@ -69,6 +69,19 @@ function maxRowError(got: Float32Array, want: Float64Array[], vocab: number): nu
 const CASES: [string, Cfg][] = [
   ['Qwen2, untied, rope_theta 1e6, GQA', { ...BASE, architectures: ['Qwen2ForCausalLM'], rope_theta: 1e6 }],
   [
+    // head_dim 64 and 23 positions: the attention kernels' full 16-key tiles (dots and the
+    // unmasked 64-column axpy) as well as the partial last tile.
+    'Qwen2, head_dim 64, GQA 2:1 (full attention tiles)',
+    {
+      ...BASE,
+      architectures: ['Qwen2ForCausalLM'],
+      hidden_size: 64,
+      num_attention_heads: 2,
+      num_key_value_heads: 1,
+      head_dim: 64,
+    },
+  ],
+  [
     'Llama, tied, head_dim 16 != hidden/heads, MQA',
     { ...BASE, architectures: ['LlamaForCausalLM'], tie_word_embeddings: true, head_dim: 16, num_key_value_heads: 1 },
   ],

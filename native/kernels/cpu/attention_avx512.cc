@@ -60,7 +60,48 @@ inline __m512 sum16(const __m512* v) {
 }
 }  // namespace
 
+namespace {
+// A full tile (16 rows, hd a multiple of 16): the same arithmetic as the general path below, with
+// the row count a constant so that the 16 accumulators stay in registers (the general loop's
+// variable trip count spilled them to the stack: a load and a store around every FMA).
+void tileDotsFull(const float* q, const float* const* rows, size_t hd, float* s) {
+  __m512 acc[16];
+  const float* r[16];
+  for (int i = 0; i < 16; ++i) {
+    acc[i] = _mm512_setzero_ps();
+    r[i] = rows[i];
+  }
+  for (size_t d = 0; d < hd; d += 16) {
+    const __m512 qv = _mm512_loadu_ps(q + d);
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(r[i] + d), acc[i]);
+  }
+  _mm512_storeu_ps(s, sum16(acc));
+}
+
+// acc += Σ_i e[i]·rows[i] with hd a multiple of 64: the general path's arithmetic, unmasked.
+void tileAxpyFull(float* acc, const float* e, const float* const* rows, size_t n, size_t hd) {
+  for (size_t d = 0; d < hd; d += 64) {
+    __m512 a0 = _mm512_loadu_ps(acc + d), a1 = _mm512_loadu_ps(acc + d + 16);
+    __m512 a2 = _mm512_loadu_ps(acc + d + 32), a3 = _mm512_loadu_ps(acc + d + 48);
+    for (size_t i = 0; i < n; ++i) {
+      const __m512 ve = _mm512_set1_ps(e[i]);
+      const float* r = rows[i] + d;
+      a0 = _mm512_fmadd_ps(ve, _mm512_loadu_ps(r), a0);
+      a1 = _mm512_fmadd_ps(ve, _mm512_loadu_ps(r + 16), a1);
+      a2 = _mm512_fmadd_ps(ve, _mm512_loadu_ps(r + 32), a2);
+      a3 = _mm512_fmadd_ps(ve, _mm512_loadu_ps(r + 48), a3);
+    }
+    _mm512_storeu_ps(acc + d, a0);
+    _mm512_storeu_ps(acc + d + 16, a1);
+    _mm512_storeu_ps(acc + d + 32, a2);
+    _mm512_storeu_ps(acc + d + 48, a3);
+  }
+}
+}  // namespace
+
 void attnTileDotsAvx512(const float* q, const float* const* rows, size_t n, size_t hd, float* s) {
+  if (n == 16 && hd % 16 == 0) return tileDotsFull(q, rows, hd, s);
   // One 16-lane accumulator per row over the head dimension in order, then one transposed
   // reduction for the whole tile instead of a horizontal sum per row.
   __m512 acc[16];
@@ -74,6 +115,7 @@ void attnTileDotsAvx512(const float* q, const float* const* rows, size_t n, size
 }
 
 void attnTileAxpyAvx512(float* acc, const float* e, const float* const* rows, size_t n, size_t hd) {
+  if (hd % 64 == 0) return tileAxpyFull(acc, e, rows, n, hd);
   // The accumulator stays in registers across the tile, 64 columns at a time.
   for (size_t d = 0; d < hd; d += 64) {
     const size_t w = hd - d < 64 ? hd - d : 64;
