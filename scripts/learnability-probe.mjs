@@ -10,7 +10,8 @@
  *     h=256 l=4        hidden size and layers (4 heads, 2 KV heads, MLP 3h)
  *     copy=0           copy-pretraining steps first
  *     steps=400 chunk=100 bs=4 lr=2e-3 demos=96 noise=0.2
- *     kinds=misspelled-name rename=1 style=direct tasks=PATH (cache; default runs/probe-tasks.json)
+ *     kinds=misspelled-name rename=1 style=direct issue=reproduction|error
+ *     tasks=PATH (cache; default runs/probe-tasks.json)
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -25,7 +26,7 @@ const h = num('h', 256);
 const kinds = (args.kinds ?? 'misspelled-name').split(',');
 const rename = args.rename !== '0';
 const c = resolveConfig({
-  miniSwe: { kinds, renameLocals: rename },
+  miniSwe: { kinds, renameLocals: rename, issue: args.issue ?? 'reproduction' },
   warmStart: { style: args.style ?? 'direct', noise: num('noise', 0.2) },
   embeddedModel: { hiddenSize: h, layers: num('l', 4), heads: 4, kvHeads: 2, intermediateSize: 3 * h },
   eval: { k: 2 },
@@ -36,7 +37,7 @@ let train;
 let test;
 if (existsSync(cache)) ({ train, test } = JSON.parse(readFileSync(cache, 'utf8')));
 else {
-  const o = { difficulty: 0, kinds, renameLocals: rename };
+  const o = { difficulty: 0, kinds, renameLocals: rename, issue: args.issue ?? 'reproduction' };
   train = await generateMiniSweTasks({ ...o, count: 48, seed: 1, split: 'train' });
   test = await generateMiniSweTasks({ ...o, count: 12, seed: 2, split: 'test' });
   mkdirSync(dirname(cache), { recursive: true });

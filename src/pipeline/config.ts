@@ -25,7 +25,15 @@ export interface PipelineConfig {
   /** A tasks file (.json/.jsonl/.parquet), or null for the generated mini-SWE suite. */
   tasksFile: string | null;
   /** The generated suite: tier, and optionally only some bug kinds (BUG_KINDS). */
-  miniSwe: { trainTasks: number; testTasks: number; difficulty: number; kinds: string[] | null; renameLocals: boolean };
+  miniSwe: {
+    trainTasks: number;
+    testTasks: number;
+    difficulty: number;
+    kinds: string[] | null;
+    renameLocals: boolean;
+    /** What a mutant task's issue shows: the failing test and its error, or the error only. */
+    issue: 'reproduction' | 'error';
+  };
   /** The embedded model's shape (a Qwen2 model trained from scratch; vocab from the tokenizer). */
   embeddedModel: { hiddenSize: number; layers: number; heads: number; kvHeads: number; intermediateSize: number };
   /** Held-out tasks for evaluation when tasksFile is set: the last `evalTasks` of the file. */
@@ -96,7 +104,7 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
   seed: 1,
   modelDir: null,
   tasksFile: null,
-  miniSwe: { trainTasks: 32, testTasks: 12, difficulty: 0, kinds: null, renameLocals: false },
+  miniSwe: { trainTasks: 32, testTasks: 12, difficulty: 0, kinds: null, renameLocals: false, issue: 'reproduction' },
   embeddedModel: { hiddenSize: 256, layers: 6, heads: 4, kvHeads: 2, intermediateSize: 768 },
   evalTasks: 12,
   sandbox: { kind: 'local' },
@@ -152,7 +160,7 @@ export const PRESETS: Record<string, PipelineConfig> = {
   smoke: {
     preset: 'smoke',
     ...structuredClone(BASE),
-    miniSwe: { trainTasks: 6, testTasks: 3, difficulty: 0, kinds: null, renameLocals: false },
+    miniSwe: { trainTasks: 6, testTasks: 3, difficulty: 0, kinds: null, renameLocals: false, issue: 'reproduction' },
     episode: { ...BASE.episode, maxTurns: 8, maxTokensPerTurn: 64, maxContextTokens: 3072, concurrency: 6 },
     warmStart: {
       enabled: true,
@@ -246,7 +254,14 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
   const ms = c.miniSwe as unknown as Record<string, unknown>;
   check(
     { ...ms, kinds: undefined },
-    { trainTasks: 'int+', testTasks: 'int+', difficulty: 'int0', kinds: 'str?', renameLocals: 'bool' },
+    {
+      trainTasks: 'int+',
+      testTasks: 'int+',
+      difficulty: 'int0',
+      kinds: 'str?',
+      renameLocals: 'bool',
+      issue: ['reproduction', 'error'],
+    },
     'miniSwe.',
   );
   if (
@@ -316,6 +331,12 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
     },
     'warmStart.',
   );
+  if (c.miniSwe.issue === 'error' && c.warmStart.enabled && c.warmStart.style === 'thorough')
+    fail(
+      'warmStart.style',
+      "'direct' with miniSwe.issue 'error' (the thorough expert reproduces with the issue's script)",
+      c.warmStart.style,
+    );
   check(c.tokenizer as never, { vocabSize: 'int+' }, 'tokenizer.');
   if (c.tokenizer.vocabSize < 300) fail('tokenizer.vocabSize', 'at least 300', c.tokenizer.vocabSize);
   check(c.eval as never, { k: 'int+' }, 'eval.');

@@ -118,6 +118,7 @@ async function tasksFor(c: PipelineConfig): Promise<{ train: SweTask[]; test: Sw
       split: 'train',
       kinds: c.miniSwe.kinds ?? undefined,
       renameLocals: c.miniSwe.renameLocals,
+      issue: c.miniSwe.issue,
     }),
     generateMiniSweTasks({
       count: c.miniSwe.testTasks,
@@ -126,6 +127,7 @@ async function tasksFor(c: PipelineConfig): Promise<{ train: SweTask[]; test: Sw
       split: 'test',
       kinds: c.miniSwe.kinds ?? undefined,
       renameLocals: c.miniSwe.renameLocals,
+      issue: c.miniSwe.issue,
     }),
   ]);
   return { train, test };

@@ -193,4 +193,28 @@ describe.skipIf(!canSandbox)('test-derived reproductions and tiers', () => {
     });
     expect(() => expertPolicy(tasks[0] as never, { style: 'fast' as never })).toThrow(/style/);
   }, 180_000);
+
+  it("issue 'error': the statement is the error alone, the same bugs and fixes; the direct expert solves it", async () => {
+    const o = { count: 3, seed: 3, difficulty: 0, kinds: ['misspelled-name'] };
+    const full = await generateMiniSweTasks(o);
+    const terse = await generateMiniSweTasks({ ...o, issue: 'error' });
+    expect(terse.map((t) => t.instance_id)).toEqual(full.map((t) => t.instance_id));
+    terse.forEach((t, i) => {
+      expect(t.patch).toBe(full[i]?.patch);
+      expect(t.problem_statement).not.toContain('```js');
+      const slip = /ReferenceError: (\S+) is not defined/.exec(t.problem_statement)?.[1];
+      expect(slip).toBe(/ReferenceError: (\S+) is not defined/.exec(full[i]?.problem_statement ?? '')?.[1]);
+      // Nothing else in the statement tells the tasks apart.
+      expect(t.problem_statement.replace(slip as string, 'X')).toBe(
+        terse[0]?.problem_statement.replace(/ReferenceError: \S+/, 'ReferenceError: X'),
+      );
+    });
+    const t = terse[0] as (typeof terse)[0];
+    const tr = await runEpisode({ task: t, policy: expertPolicy(t, { style: 'direct' }) });
+    expect((await evaluatePatch(t, tr.patch)).resolved).toBe(true);
+    expect(() => expertPolicy(t)).toThrow(/reproduction/);
+    await expect(generateMiniSweTasks({ ...o, issue: 'terse' as never })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+  }, 180_000);
 });

@@ -50,6 +50,8 @@ describe('node train.js', () => {
       bad({ warmStart: { copySteps: -1 } }, /warmStart\.copySteps/);
       bad({ miniSwe: { renameLocals: 'yes' } }, /miniSwe\.renameLocals/);
       bad({ dapo: { refillRounds: -1 } }, /dapo\.refillRounds/);
+      bad({ miniSwe: { issue: 'terse' } }, /miniSwe\.issue/);
+      bad({ miniSwe: { issue: 'error' } }, /warmStart\.style/); // the thorough expert needs the script
       bad({ dapo: { klCoef: 'high' } }, /dapo\.klCoef/);
       bad('{ not json', /not valid JSON/);
       bad({ preset: 'nope' }, /preset/);

@@ -130,10 +130,10 @@ export function expertPolicy(task: SweTask, o: ExpertOptions = {}): Policy {
   const buggy = task.files[file];
   if (buggy === undefined) throw invalidArgument('task', `a task whose files include ${file}`, task.instance_id);
   const fix = patchFix(task.patch, buggy);
-  const repro = reproScript(task.problem_statement);
-  if (repro === null) throw invalidArgument('task', 'a task whose issue has a ```js reproduction', task.instance_id);
   const others = Object.keys(task.files).filter((f) => f.startsWith('src/') && f !== file);
   if (style === 'direct') return directPolicy(directPlan(task, file, fix, buggy), { file, fix, others, noise, rng });
+  const repro = reproScript(task.problem_statement);
+  if (repro === null) throw invalidArgument('task', 'a task whose issue has a ```js reproduction', task.instance_id);
   const module = { file };
   // The plan, in order; detours are spliced in by noise.
   const plan: string[] = [

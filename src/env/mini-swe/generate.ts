@@ -53,6 +53,14 @@ export interface MiniSweOptions {
    * read them rather than recall them. Default false.
    */
   renameLocals?: boolean;
+  /**
+   * What the issue of a mutant task (the automatic kinds, `misspelled-name` included) shows:
+   * 'reproduction' (default) the failing test's code and the error it raises; 'error' only the
+   * error the test run reports, as a terse bug report does. With 'error' the issue's only
+   * task-specific text is the error itself (for a slip: the name), so a model must read it.
+   * Hand-written catalogue bugs keep their reproduction either way.
+   */
+  issue?: 'reproduction' | 'error';
 }
 
 /** Every bug kind a mini-SWE task can have. */
@@ -184,6 +192,21 @@ function errorReport(output: string): string {
     .slice(0, 800);
 }
 
+/** The terse issue: only the error the test run reports. */
+function errorIssueText(error: string): string {
+  return [
+    '### The tests fail',
+    '',
+    'Running the test suite (`node --test`) fails with:',
+    '',
+    '```',
+    error,
+    '```',
+    '',
+    'Expected: the tests pass, as they did before.',
+  ].join('\n');
+}
+
 function autoIssueText(m: ModuleTemplate, testName: string, script: string, error: string): string {
   const [suite, name] = testName.includes(' > ') ? testName.split(' > ', 2) : [m.name, testName];
   return [
@@ -213,6 +236,8 @@ export async function generateMiniSweTasks(o: MiniSweOptions): Promise<SweTask[]
   const difficulty = o.difficulty ?? 1;
   if (!Number.isInteger(difficulty) || difficulty < 0 || difficulty > 3)
     throw invalidArgument('difficulty', 'an integer in [0, 3]', difficulty);
+  if (o.issue !== undefined && o.issue !== 'reproduction' && o.issue !== 'error')
+    throw invalidArgument('issue', "'reproduction' or 'error'", o.issue);
   const split = o.split ?? 'train';
   if (split !== 'train' && split !== 'test') throw invalidArgument('split', "'train' or 'test'", split);
   if (o.kinds !== undefined) {
@@ -243,7 +268,14 @@ export async function generateMiniSweTasks(o: MiniSweOptions): Promise<SweTask[]
       if (dead.has(id)) continue;
       const renamed = o.renameLocals ? renamedCandidate(c, rng) : c;
       if (renamed === null) continue;
-      const task = await makeTask(renamed, distractors, `mini-swe__${id}-${o.seed}-${i}`, cleanRuns, renamed !== c);
+      const task = await makeTask(
+        renamed,
+        distractors,
+        `mini-swe__${id}-${o.seed}-${i}`,
+        cleanRuns,
+        renamed !== c,
+        o.issue,
+      );
       if (task !== null) return task;
       if (renamed === c) dead.add(id); // a renamed variant may fail where another would not
     }
@@ -284,6 +316,7 @@ async function makeTask(
   instanceId: string,
   cleanRuns: Map<string, Promise<Record<string, 'pass' | 'fail'>>>,
   renamed = false,
+  issue: 'reproduction' | 'error' = 'reproduction',
 ): Promise<SweTask | null> {
   const m = c.m;
   const find = c.auto ? c.auto.find : c.x.find;
@@ -323,7 +356,10 @@ async function makeTask(
       const slip = /^ReferenceError: (\S+) is not defined/m.exec(run.output)?.[1];
       if (slip === undefined || !new RegExp(`\\b${slip}\\b`).test(c.auto.replace)) return null;
     }
-    statement = autoIssueText(m, testName, script, errorReport(run.output));
+    statement =
+      issue === 'error'
+        ? errorIssueText(errorReport(run.output))
+        : autoIssueText(m, testName, script, errorReport(run.output));
   } else {
     if (failToPass.length === 0)
       throw new SwerlError(`mini-SWE task ${instanceId} failed validation: no test fails with the bug`, 'INTERNAL');
