@@ -111,40 +111,53 @@ export class Trainer {
       throw invalidArgument('microBatchTokens', 'an integer >= 1', this.#o.microBatchTokens);
   }
 
-  /** One SFT step: token-mean cross-entropy over every masked token of every sample. */
-  async sftStep(samples: TrainSample[]): Promise<StepMetrics> {
-    const t0 = performance.now();
-    const prepared = samples.map((s, i) => rows(s, `samples[${i}]`));
+  /**
+   * The step both kinds share: zero the gradients, run `backward` on every sample with trained
+   * tokens (micro-batch by micro-batch), given its trained tokens n, the batch's N and the count
+   * S of samples with any, then one optimizer step. A sample with nothing trained gets zero
+   * logprobs and no backward.
+   */
+  async #step<P extends { tokens: Int32Array; mask: Float32Array }>(
+    prepared: P[],
+    backward: (p: P, c: { n: number; N: number; S: number }, recompute: boolean) => Promise<Float32Array>,
+  ) {
     const counts = prepared.map((p) => p.mask.reduce((a, b) => a + b, 0));
     const N = counts.reduce((a, b) => a + b, 0);
+    const S = counts.filter((n) => n > 0).length;
     if (N === 0) throw invalidArgument('samples', 'at least one trained token', 0);
     const mbs = microBatches(
       prepared.map((p) => p.tokens.length),
       this.#o.microBatchTokens,
     );
     this.model.zeroGrad();
-    let loss = 0;
-    const logprobs: Float32Array[] = new Array(samples.length);
+    const logprobs: Float32Array[] = new Array(prepared.length);
     for (const mb of mbs)
       for (const i of mb) {
-        const p = prepared[i] as (typeof prepared)[number];
+        const p = prepared[i] as P;
         const n = counts[i] as number;
-        if (n === 0) {
-          logprobs[i] = new Float32Array(p.tokens.length);
-          continue;
-        }
-        const r = await this.model.sftBackward(p, { lossScale: n / N, recompute: this.#o.recompute });
-        loss += r.loss * (n / N);
-        logprobs[i] = r.logprobs;
+        logprobs[i] = n === 0 ? new Float32Array(p.tokens.length) : await backward(p, { n, N, S }, this.#o.recompute);
       }
     const st = await this.#o.optimizer.step();
+    return { N, microBatches: mbs.length, logprobs, st };
+  }
+
+  /** One SFT step: token-mean cross-entropy over every masked token of every sample. */
+  async sftStep(samples: TrainSample[]): Promise<StepMetrics> {
+    const t0 = performance.now();
+    const prepared = samples.map((s, i) => rows(s, `samples[${i}]`));
+    let loss = 0;
+    const r = await this.#step(prepared, async (p, { n, N }, recompute) => {
+      const b = await this.model.sftBackward(p, { lossScale: n / N, recompute });
+      loss += b.loss * (n / N);
+      return b.logprobs;
+    });
     return {
-      ...st,
+      ...r.st,
       loss,
       samples: samples.length,
-      tokens: N,
-      microBatches: mbs.length,
-      logprobs,
+      tokens: r.N,
+      microBatches: r.microBatches,
+      logprobs: r.logprobs,
       seconds: (performance.now() - t0) / 1000,
     };
   }
@@ -174,61 +187,44 @@ export class Trainer {
       const refLogprobs = s.refLogprobs?.subarray(1);
       return { ...r, oldLogprobs: s.oldLogprobs.subarray(1), advantages, ...(refLogprobs ? { refLogprobs } : {}) };
     });
-    const counts = prepared.map((p) => p.mask.reduce((a, b) => a + b, 0));
-    const N = counts.reduce((a, b) => a + b, 0);
-    const S = counts.filter((n) => n > 0).length;
-    if (N === 0) throw invalidArgument('samples', 'at least one trained token', 0);
-    const mbs = microBatches(
-      prepared.map((p) => p.tokens.length),
-      this.#o.microBatchTokens,
-    );
-    this.model.zeroGrad();
     let loss = 0;
     let entropy = 0;
     let clipLow = 0;
     let clipHigh = 0;
     let dev = 0;
     let kl = 0;
-    const logprobs: Float32Array[] = new Array(samples.length);
-    for (const mb of mbs)
-      for (const i of mb) {
-        const p = prepared[i] as (typeof prepared)[number];
-        const n = counts[i] as number;
-        if (n === 0) {
-          logprobs[i] = new Float32Array(p.tokens.length);
-          continue;
+    const step = await this.#step(prepared, async (p, { n, N, S }, recompute) => {
+      // Each call aggregates over its own sample; this weight makes the sum the batch's aggregate.
+      const w = agg === 'token-mean' ? n / N : 1 / S;
+      const r = await this.model.policyBackward(p, cfg, { lossScale: w, recompute });
+      loss += r.loss * w;
+      entropy += r.entropy * n;
+      clipLow += r.clipFracLow * n;
+      clipHigh += r.clipFracHigh * n;
+      for (let t = 0; t < p.mask.length; t++)
+        if (p.mask[t]) dev += Math.abs(Math.exp((r.logprobs[t] as number) - (p.oldLogprobs[t] as number)) - 1);
+      if (p.refLogprobs)
+        for (let t = 0; t < p.mask.length; t++) {
+          if (!p.mask[t]) continue;
+          // k3 (Schulman's low-variance estimator), as verl's low_var_kl, clamped the same way.
+          const d = Math.max(-20, Math.min(20, (p.refLogprobs[t] as number) - (r.logprobs[t] as number)));
+          kl += Math.min(10, Math.max(-10, Math.exp(d) - d - 1));
         }
-        // Each call aggregates over its own sample; this weight makes the sum the batch's aggregate.
-        const w = agg === 'token-mean' ? n / N : 1 / S;
-        const r = await this.model.policyBackward(p, cfg, { lossScale: w, recompute: this.#o.recompute });
-        loss += r.loss * w;
-        entropy += r.entropy * n;
-        clipLow += r.clipFracLow * n;
-        clipHigh += r.clipFracHigh * n;
-        for (let t = 0; t < p.mask.length; t++)
-          if (p.mask[t]) dev += Math.abs(Math.exp((r.logprobs[t] as number) - (p.oldLogprobs[t] as number)) - 1);
-        if (p.refLogprobs)
-          for (let t = 0; t < p.mask.length; t++) {
-            if (!p.mask[t]) continue;
-            // k3 (Schulman's low-variance estimator), as verl's low_var_kl, clamped the same way.
-            const d = Math.max(-20, Math.min(20, (p.refLogprobs[t] as number) - (r.logprobs[t] as number)));
-            kl += Math.min(10, Math.max(-10, Math.exp(d) - d - 1));
-          }
-        logprobs[i] = r.logprobs;
-      }
-    const st = await this.#o.optimizer.step();
+      return r.logprobs;
+    });
+    const N = step.N;
     return {
-      ...st,
+      ...step.st,
       loss,
       samples: samples.length,
       tokens: N,
-      microBatches: mbs.length,
+      microBatches: step.microBatches,
       entropy: entropy / N,
       clipFracLow: clipLow / N,
       clipFracHigh: clipHigh / N,
       ratioDeviation: dev / N,
       kl: kl / N,
-      logprobs,
+      logprobs: step.logprobs,
       seconds: (performance.now() - t0) / 1000,
     };
   }
