@@ -191,21 +191,8 @@ export async function measure(name, fn, opts) {
 /** The timer tinybench uses by default (milliseconds). */
 export const now = () => performance.now();
 
-/**
- * mulberry32: a small seeded PRNG returning floats in [0, 1).
- * @param {number} seed
- * @returns {() => number}
- */
-export function mulberry32(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32 (src/random.ts, built into dist/): a small seeded PRNG returning floats in [0, 1). */
+export { mulberry32 } from '../dist/random.js';
 
 /**
  * A uniform integer in [lo, hi] (inclusive).

@@ -100,6 +100,15 @@ async function writeAtomic(path: string, content: string): Promise<void> {
   await rename(tmp, path);
 }
 
+/** Fills a temporary folder with `fill`, then puts it in place of `dir` (a kill leaves the old one). */
+async function writeDirAtomic(dir: string, fill: (tmp: string) => Promise<void>): Promise<void> {
+  const tmp = `${dir}.tmp-${process.pid}`;
+  await rm(tmp, { recursive: true, force: true });
+  await fill(tmp);
+  await rm(dir, { recursive: true, force: true });
+  await rename(tmp, dir);
+}
+
 async function tasksFor(c: PipelineConfig): Promise<{ train: SweTask[]; test: SweTask[] }> {
   if (c.tasksFile) {
     const all = await loadTasks(c.tasksFile);
@@ -266,13 +275,11 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
 
   async function checkpoint(name: string, optimizer?: AdamW): Promise<void> {
     const dir = join(o.out, 'checkpoints', name);
-    const tmp = `${dir}.tmp-${process.pid}`;
-    await rm(tmp, { recursive: true, force: true });
-    await model.save(tmp);
-    await tokenizer.save(tmp);
-    if (optimizer) await optimizer.save(join(tmp, 'optimizer.safetensors'));
-    await rm(dir, { recursive: true, force: true });
-    await rename(tmp, dir);
+    await writeDirAtomic(dir, async (tmp) => {
+      await model.save(tmp);
+      await tokenizer.save(tmp);
+      if (optimizer) await optimizer.save(join(tmp, 'optimizer.safetensors'));
+    });
     const previous = state.checkpoint;
     state.checkpoint = dir;
     state.elapsedSeconds = elapsed();
@@ -321,12 +328,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     let reference: Model | undefined;
     if (c.dapo.klCoef > 0) {
       const dir = join(o.out, 'checkpoints', 'reference');
-      if (!(await fileExists(join(dir, 'config.json')))) {
-        const tmp = `${dir}.tmp-${process.pid}`;
-        await rm(tmp, { recursive: true, force: true });
-        await model.save(tmp);
-        await rename(tmp, dir);
-      }
+      if (!(await fileExists(join(dir, 'config.json')))) await writeDirAtomic(dir, (tmp) => model.save(tmp));
       reference = await Model.load(dir);
     }
     const resumed = state.dapoStage;

@@ -308,6 +308,7 @@ export async function dapoIteration(
   const spare = [...(extras.refill ?? [])].filter((t) => !tasks.includes(t));
   let round: SweTask[] = tasks;
   let refillRounds = 0;
+  let batch: ReturnType<typeof policySamples>;
   for (;;) {
     records.push(
       ...(await runRollouts({
@@ -321,8 +322,8 @@ export async function dapoIteration(
         onRecord: () => hooks.progress?.(`dapo ${iteration} rollouts`, ++done, total),
       })),
     );
-    const b = policySamples(records, batchOptions);
-    const missing = tasks.length - (b.groups - b.droppedGroups);
+    batch = policySamples(records, batchOptions);
+    const missing = tasks.length - (batch.groups - batch.droppedGroups);
     if (missing <= 0 || refillRounds >= c.dapo.refillRounds || spare.length === 0) break;
     round = spare.splice(0, missing);
     total += round.length * G;
@@ -330,7 +331,6 @@ export async function dapoIteration(
   }
   const rolloutSeconds = (performance.now() - t0) / 1000;
   const generated = records.reduce((a, r) => a + r.assistantMask.reduce((s, x) => s + x, 0), 0);
-  const batch = policySamples(records, batchOptions);
   if (extras.reference)
     for (const s of batch.samples) s.refLogprobs = await sequenceLogprobs(extras.reference, s.tokens);
   const trainer = new Trainer(p.model, { optimizer });

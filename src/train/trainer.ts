@@ -119,7 +119,7 @@ export class Trainer {
    */
   async #step<P extends { tokens: Int32Array; mask: Float32Array }>(
     prepared: P[],
-    backward: (p: P, c: { n: number; N: number; S: number }, recompute: boolean) => Promise<Float32Array>,
+    backward: (p: P, c: { n: number; N: number; S: number }) => Promise<Float32Array>,
   ) {
     const counts = prepared.map((p) => p.mask.reduce((a, b) => a + b, 0));
     const N = counts.reduce((a, b) => a + b, 0);
@@ -135,7 +135,7 @@ export class Trainer {
       for (const i of mb) {
         const p = prepared[i] as P;
         const n = counts[i] as number;
-        logprobs[i] = n === 0 ? new Float32Array(p.tokens.length) : await backward(p, { n, N, S }, this.#o.recompute);
+        logprobs[i] = n === 0 ? new Float32Array(p.tokens.length) : await backward(p, { n, N, S });
       }
     const st = await this.#o.optimizer.step();
     return { N, microBatches: mbs.length, logprobs, st };
@@ -146,8 +146,8 @@ export class Trainer {
     const t0 = performance.now();
     const prepared = samples.map((s, i) => rows(s, `samples[${i}]`));
     let loss = 0;
-    const r = await this.#step(prepared, async (p, { n, N }, recompute) => {
-      const b = await this.model.sftBackward(p, { lossScale: n / N, recompute });
+    const r = await this.#step(prepared, async (p, { n, N }) => {
+      const b = await this.model.sftBackward(p, { lossScale: n / N, recompute: this.#o.recompute });
       loss += b.loss * (n / N);
       return b.logprobs;
     });
@@ -193,10 +193,10 @@ export class Trainer {
     let clipHigh = 0;
     let dev = 0;
     let kl = 0;
-    const step = await this.#step(prepared, async (p, { n, N, S }, recompute) => {
+    const step = await this.#step(prepared, async (p, { n, N, S }) => {
       // Each call aggregates over its own sample; this weight makes the sum the batch's aggregate.
       const w = agg === 'token-mean' ? n / N : 1 / S;
-      const r = await this.model.policyBackward(p, cfg, { lossScale: w, recompute });
+      const r = await this.model.policyBackward(p, cfg, { lossScale: w, recompute: this.#o.recompute });
       loss += r.loss * w;
       entropy += r.entropy * n;
       clipLow += r.clipFracLow * n;
@@ -208,7 +208,7 @@ export class Trainer {
           if (!p.mask[t]) continue;
           // k3 (Schulman's low-variance estimator), as verl's low_var_kl, clamped the same way.
           const d = Math.max(-20, Math.min(20, (p.refLogprobs[t] as number) - (r.logprobs[t] as number)));
-          kl += Math.min(10, Math.max(-10, Math.exp(d) - d - 1));
+          kl += Math.min(10, Math.exp(d) - d - 1);
         }
       return r.logprobs;
     });
