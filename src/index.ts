@@ -15,10 +15,13 @@ export {
 export {
   type ActionFormat,
   type AgentMessage,
+  COMPACT_SYSTEM_PROMPT,
   issuePrompt,
   type ParsedAction,
+  type PromptStyle,
   parseAction,
   SYSTEM_PROMPT,
+  scaffoldPrompts,
   shellPrompt,
 } from './agent/scaffold.js';
 export {

@@ -12,12 +12,13 @@ import {
   type ActionFormat,
   type AgentMessage,
   checkFormat,
+  checkPromptStyle,
   formatErrorMessage,
   installTools,
-  issuePrompt,
+  type PromptStyle,
   parseAction,
   runCommand,
-  SYSTEM_PROMPT,
+  scaffoldPrompts,
   shellPrompt,
   shellState,
   truncateObservation,
@@ -59,6 +60,8 @@ export interface EpisodeOptions {
   /** Size of the conversation (default: characters); pass a token counter for token limits. */
   contextSize?: (messages: AgentMessage[]) => number;
   format?: ActionFormat;
+  /** The scaffold's prompts (default 'paper'; scaffoldPrompts). */
+  prompt?: PromptStyle;
   /** Per-command timeout (default 60 s). */
   commandTimeoutMs?: number;
   /** Ends the episode (finishReason 'timeout') when aborted: checked before each turn. */
@@ -84,15 +87,13 @@ export async function runEpisode(o: EpisodeOptions): Promise<Trajectory> {
     throw invalidArgument('task', "a task with an inline repository (files), or sandbox { kind: 'docker' }", o.task);
   const maxTurns = o.maxTurns ?? 40;
   const format = checkFormat(o.format ?? 'command');
+  const promptStyle = checkPromptStyle(o.prompt ?? 'paper');
   const maxObs = o.maxObservationChars ?? 10_000;
   const size = o.contextSize ?? ((m: AgentMessage[]) => m.reduce((a, x) => a + x.content.length, 0));
   const sb = await openSandbox(o.task, o.sandbox);
   try {
     await installTools(sb);
-    const messages: AgentMessage[] = [
-      { role: 'system', content: SYSTEM_PROMPT },
-      { role: 'user', content: issuePrompt(o.task, sb.workdir) },
-    ];
+    const messages: AgentMessage[] = scaffoldPrompts(promptStyle, o.task, sb.workdir);
     const turns: Turn[] = [];
     let finishReason: Trajectory['finishReason'] = 'max_turns';
     let patch = '';

@@ -41,6 +41,42 @@ DISCUSSION
 Two command blocks, or none, are an error and nothing is run. Everything you write stays available to you in later turns.
 Do not modify existing tests or add new ones: the evaluation runs its own tests. Remove temporary scripts before you submit.`;
 
+/**
+ * The scaffold's prompts: 'paper' (SYSTEM_PROMPT and issuePrompt, the paper's layout) or 'compact'
+ * (COMPACT_SYSTEM_PROMPT and the issue alone): the same tools, action format and observations in
+ * about a quarter of the tokens, for small models trained from scratch, whose every training step
+ * re-reads the prompt and whose attention must reach the issue from the response.
+ */
+export type PromptStyle = 'paper' | 'compact';
+
+/** The compact system prompt: the tools and the response format, one line each. */
+export const COMPACT_SYSTEM_PROMPT = `Fix the issue in the repository with shell commands (ls, cat, grep, sed, node, git) and: open <file> [<line>]; edit [--file PATH] <start>:<end> << 'EOF' (lines, then EOF); search_file <term> [<file>]; submit.
+Each response: DISCUSSION, your reasoning, then exactly one command in a \`\`\`command block.`;
+
+/** The conversation's first two messages for a prompt style. */
+export function scaffoldPrompts(style: PromptStyle, task: SweTask, cwd: string): [AgentMessage, AgentMessage] {
+  if (style === 'compact')
+    return [
+      { role: 'system', content: COMPACT_SYSTEM_PROMPT },
+      {
+        role: 'user',
+        content: `${task.problem_statement}
+
+${shellPrompt(cwd, null)}`,
+      },
+    ];
+  return [
+    { role: 'system', content: SYSTEM_PROMPT },
+    { role: 'user', content: issuePrompt(task, cwd) },
+  ];
+}
+
+/** Checks a prompt style name. */
+export function checkPromptStyle(s: unknown): PromptStyle {
+  if (s !== 'paper' && s !== 'compact') throw invalidArgument('prompt', "'paper' or 'compact'", s);
+  return s;
+}
+
 /** The first user message: the issue in the paper's layout. */
 export function issuePrompt(task: SweTask, cwd: string): string {
   return `# ISSUE DESCRIPTION

@@ -49,6 +49,8 @@ export interface PipelineConfig {
     episodeTimeoutMs: number;
     concurrency: number;
     maxObservationChars: number;
+    /** The scaffold's prompts: 'paper' (the paper's layout) or 'compact' (scaffoldPrompts). */
+    prompt: 'paper' | 'compact';
   };
   warmStart: {
     enabled: boolean;
@@ -117,6 +119,7 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
     episodeTimeoutMs: 180_000,
     concurrency: 16,
     maxObservationChars: 2000,
+    prompt: 'paper',
   },
   warmStart: {
     enabled: true,
@@ -307,6 +310,7 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
   check(
     c.episode as never,
     {
+      prompt: ['paper', 'compact'],
       maxTurns: 'int+',
       maxTokensPerTurn: 'int+',
       maxContextTokens: 'int+',

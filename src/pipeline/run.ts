@@ -13,7 +13,7 @@
 import { createHash } from 'node:crypto';
 import { appendFile, mkdir, readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { SYSTEM_PROMPT } from '../agent/scaffold.js';
+import { COMPACT_SYSTEM_PROMPT, SYSTEM_PROMPT } from '../agent/scaffold.js';
 import { Engine } from '../engine/engine.js';
 import { RemoteEngine } from '../engine/remote.js';
 import { generateMiniSweTasks } from '../env/mini-swe/generate.js';
@@ -235,7 +235,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     const demoTasks = Array.from({ length: c.warmStart.demos }, (_, i) => train[i % train.length] as SweTask);
     const demos = await expertDemos(demoTasks, c, hooks);
     const corpus = [
-      SYSTEM_PROMPT,
+      c.episode.prompt === 'compact' ? COMPACT_SYSTEM_PROMPT : SYSTEM_PROMPT,
       ...train.map((t) => t.problem_statement),
       ...demos.flatMap((d) => d.messages.map((m) => m.content)),
     ];

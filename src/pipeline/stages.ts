@@ -64,6 +64,7 @@ export async function expertDemos(tasks: SweTask[], c: PipelineConfig, hooks: St
         task,
         policy: expertPolicy(task, { noise: c.warmStart.noise, seed: c.seed * 1000 + i, style: c.warmStart.style }),
         maxTurns: 40,
+        prompt: c.episode.prompt,
         maxObservationChars: c.episode.maxObservationChars,
         commandTimeoutMs: c.episode.commandTimeoutMs,
       });
@@ -186,6 +187,7 @@ function rolloutOptions(c: PipelineConfig, limits?: { maxTurns: number; maxConte
     episodeTimeoutMs: c.episode.episodeTimeoutMs,
     concurrency: c.episode.concurrency,
     maxObservationChars: c.episode.maxObservationChars,
+    prompt: c.episode.prompt,
     turnPenaltyThreshold: c.dapo.turnPenaltyThreshold,
     sandbox:
       c.sandbox.kind === 'docker'

@@ -52,6 +52,8 @@ export interface RolloutOptions {
   concurrency?: number;
   sandbox?: EpisodeOptions['sandbox'];
   format?: ActionFormat;
+  /** The scaffold's prompts (default 'paper'). */
+  prompt?: EpisodeOptions['prompt'];
   /** The turn penalty's threshold (default 10; reference/paper.md section 2.4). */
   turnPenaltyThreshold?: number;
   /** Called as each episode's record is complete (progress bars). */
@@ -190,6 +192,7 @@ async function episode(
       policy,
       maxTurns: p.maxTurns,
       format: o.format,
+      prompt: o.prompt,
       sandbox: o.sandbox,
       commandTimeoutMs: o.commandTimeoutMs,
       maxObservationChars: o.maxObservationChars,

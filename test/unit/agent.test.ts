@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
+  COMPACT_SYSTEM_PROMPT,
   evaluatePatch,
   expertPolicy,
   generateMiniSweTasks,
@@ -13,6 +14,7 @@ import {
   parseAction,
   runEpisode,
   type SweTask,
+  SYSTEM_PROMPT,
   turnPenalty,
 } from '../../src/index.js';
 
@@ -157,6 +159,26 @@ describe.skipIf(!canSandbox)('the tools, in an episode', () => {
       maxContext: 6000,
     });
     expect(long.finishReason).toBe('max_context');
+  });
+
+  it('the compact prompt: the same loop and tools after a short system prompt and the issue alone', async () => {
+    const paper = await runEpisode({ task: toyTask, policy: scripted(['cat src/a.js']), maxTurns: 1 });
+    const compact = await runEpisode({
+      task: toyTask,
+      policy: scripted(['cat src/a.js']),
+      maxTurns: 1,
+      prompt: 'compact',
+    });
+    expect(compact.messages[0]).toEqual({ role: 'system', content: COMPACT_SYSTEM_PROMPT });
+    expect(compact.messages[1]?.content.startsWith(toyTask.problem_statement)).toBe(true);
+    expect(compact.messages[1]?.content).toMatch(/\(Current directory: .*, current file: none\) bash-\$$/);
+    expect(compact.messages[1]?.content).not.toContain('# CHECKLIST');
+    expect(paper.messages[0]?.content).toBe(SYSTEM_PROMPT);
+    expect(compact.messages[0]?.content.length).toBeLessThan((paper.messages[0]?.content.length ?? 0) / 3);
+    expect(compact.turns[0]?.observation).toBe(paper.turns[0]?.observation); // the tools do not change
+    await expect(runEpisode({ task: toyTask, policy: scripted([]), prompt: 'short' as never })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
   });
 });
 

@@ -51,6 +51,7 @@ describe('node train.js', () => {
       bad({ miniSwe: { renameLocals: 'yes' } }, /miniSwe\.renameLocals/);
       bad({ dapo: { refillRounds: -1 } }, /dapo\.refillRounds/);
       bad({ miniSwe: { issue: 'terse' } }, /miniSwe\.issue/);
+      bad({ episode: { prompt: 'short' } }, /episode\.prompt/);
       bad({ miniSwe: { issue: 'error' } }, /warmStart\.style/); // the thorough expert needs the script
       bad({ dapo: { klCoef: 'high' } }, /dapo\.klCoef/);
       bad('{ not json', /not valid JSON/);
