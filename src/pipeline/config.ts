@@ -60,6 +60,13 @@ export interface PipelineConfig {
     style: 'thorough' | 'direct';
     /** Induction pretraining steps (copyPretrain) before the demonstrations; 0 = none. */
     copySteps: number;
+    /**
+     * 0: every training task gives demonstrations and RFT and DAPO train on every task. N > 0: the
+     * first N training tasks give the demonstrations and RFT and DAPO train on the others, as the
+     * paper's RL tasks are not its model's fine-tuning data (RL then gains only where the policy
+     * generalises, not where it recalls a demonstration).
+     */
+    demoTasks: number;
     epochs: number;
     lr: number;
     batchSize: number;
@@ -127,6 +134,7 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
     noise: 0.3,
     style: 'thorough',
     copySteps: 0,
+    demoTasks: 0,
     epochs: 2,
     lr: 2e-3,
     batchSize: 8,
@@ -171,6 +179,7 @@ export const PRESETS: Record<string, PipelineConfig> = {
       noise: 0.3,
       style: 'thorough',
       copySteps: 0,
+      demoTasks: 0,
       epochs: 1,
       lr: 2e-3,
       batchSize: 6,
@@ -329,6 +338,7 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
       noise: 'unit',
       style: ['thorough', 'direct'],
       copySteps: 'int0',
+      demoTasks: 'int0',
       epochs: 'int0',
       lr: 'num0',
       batchSize: 'int+',
@@ -340,6 +350,12 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
       'warmStart.style',
       "'direct' with miniSwe.issue 'error' (the thorough expert reproduces with the issue's script)",
       c.warmStart.style,
+    );
+  if (c.tasksFile === null && c.warmStart.demoTasks >= c.miniSwe.trainTasks)
+    fail(
+      'warmStart.demoTasks',
+      `0 or fewer than miniSwe.trainTasks (${c.miniSwe.trainTasks}), to leave tasks for RL`,
+      c.warmStart.demoTasks,
     );
   check(c.tokenizer as never, { vocabSize: 'int+' }, 'tokenizer.');
   if (c.tokenizer.vocabSize < 300) fail('tokenizer.vocabSize', 'at least 300', c.tokenizer.vocabSize);

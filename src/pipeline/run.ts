@@ -207,6 +207,15 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
   say(`tasks: ${c.tasksFile ?? `mini-SWE (difficulty ${c.miniSwe.difficulty})`}`);
   const { train, test } = await tasksFor(c);
   say(`  ${train.length} training tasks, ${test.length} held-out tasks`);
+  // With warmStart.demoTasks the demonstrations come from the first tasks and RL trains on the rest.
+  const split = c.warmStart.demoTasks > 0 && !c.modelDir;
+  if (split && c.warmStart.demoTasks >= train.length)
+    throw new SwerlError(
+      `warmStart.demoTasks (${c.warmStart.demoTasks}) must leave training tasks for RL (there are ${train.length})`,
+      'INVALID_CONFIG',
+    );
+  const demoPool = split ? train.slice(0, c.warmStart.demoTasks) : train;
+  const rlTasks = split ? train.slice(c.warmStart.demoTasks) : train;
 
   if (c.engine.backend === 'remote') {
     // Evaluation only (the config check guarantees no training stage): the server holds the weights.
@@ -232,11 +241,11 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     tokenizer = await Tokenizer.load(c.modelDir);
   } else {
     say(`expert demonstrations: ${c.warmStart.demos}`);
-    const demoTasks = Array.from({ length: c.warmStart.demos }, (_, i) => train[i % train.length] as SweTask);
+    const demoTasks = Array.from({ length: c.warmStart.demos }, (_, i) => demoPool[i % demoPool.length] as SweTask);
     const demos = await expertDemos(demoTasks, c, hooks);
     const corpus = [
       c.episode.prompt === 'compact' ? COMPACT_SYSTEM_PROMPT : SYSTEM_PROMPT,
-      ...train.map((t) => t.problem_statement),
+      ...demoPool.map((t) => t.problem_statement),
       ...demos.flatMap((d) => d.messages.map((m) => m.content)),
     ];
     tokenizer = Tokenizer.train(corpus, { vocabSize: c.tokenizer.vocabSize });
@@ -307,7 +316,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
   if (!done('eval-base')) await recordEval('eval-base', await evaluate(policy, test, c, 'base', hooks));
 
   if (c.rft.enabled && !done('rft')) {
-    const s = await rft(policy, train, c, hooks);
+    const s = await rft(policy, rlTasks, c, hooks);
     say(
       `rft: ${s.kept} resolved trajectories kept of ${s.episodes} (${((s.resolved ?? 0) * 100).toFixed(1)}% resolved)`,
     );
@@ -317,7 +326,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
   if (c.rft.enabled && !done('eval-rft')) await recordEval('eval-rft', await evaluate(policy, test, c, 'rft', hooks));
 
   if (c.dapo.enabled) {
-    let pool = [...train];
+    let pool = [...rlTasks];
     // The DAPO optimizer's moments continue across a resume (checkpoints of DAPO iterations hold them).
     const saved = state.checkpoint ? join(state.checkpoint, 'optimizer.safetensors') : null;
     const optimizer =

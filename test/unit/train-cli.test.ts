@@ -52,6 +52,8 @@ describe('node train.js', () => {
       bad({ dapo: { refillRounds: -1 } }, /dapo\.refillRounds/);
       bad({ miniSwe: { issue: 'terse' } }, /miniSwe\.issue/);
       bad({ episode: { prompt: 'short' } }, /episode\.prompt/);
+      bad({ warmStart: { demoTasks: -1 } }, /warmStart\.demoTasks/);
+      bad({ preset: 'smoke', warmStart: { demoTasks: 6 } }, /warmStart\.demoTasks/); // none left for RL
       bad({ miniSwe: { issue: 'error' } }, /warmStart\.style/); // the thorough expert needs the script
       bad({ dapo: { klCoef: 'high' } }, /dapo\.klCoef/);
       bad('{ not json', /not valid JSON/);
@@ -76,6 +78,9 @@ describe('node train.js', () => {
         cfg,
         JSON.stringify({
           preset: 'smoke',
+          // Demonstrations from the first 3 of the 6 training tasks, RL on the other 3; the compact prompt.
+          warmStart: { demoTasks: 3 },
+          episode: { prompt: 'compact' },
           dapo: {
             stages: [{ iterations: 2, maxTurns: 8, maxContextTokens: 3072, tasksPerIteration: 3 }],
             klCoef: 0.01,
@@ -157,6 +162,9 @@ describe('node train.js', () => {
         const opt = await AdamW.load(model, join(dir, 'optimizer.safetensors'));
         expect(opt.stepCount).toBe(iterations.reduce((a, e) => a + e.steps, 0));
         expect(state.dapoIterations).toBe(2);
+        // RL ran on the 3 tasks the demonstrations did not use.
+        expect(state.dapoStage.pool).toHaveLength(3);
+        expect(events.find((e) => e.stage === 'rft' && e.event === 'rollouts')?.episodes).toBe(3);
         expect(state.dapoStage.index).toBe(0);
       } finally {
         rmSync(out, { recursive: true, force: true });
