@@ -10,12 +10,13 @@
  *     h=256 l=4        hidden size and layers (4 heads, 2 KV heads, MLP 3h)
  *     copy=0           copy-pretraining steps first
  *     steps=400 chunk=100 bs=4 lr=2e-3 demos=96 noise=0.2
- *     kinds=misspelled-name rename=1 style=direct issue=reproduction|error
+ *     kinds=misspelled-name rename=1 style=direct issue=reproduction|error prompt=paper|compact
+ *     verbose=1        every held-out episode's first commands
  *     tasks=PATH (cache; default runs/probe-tasks.json)
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { Engine, generateMiniSweTasks, Model, SYSTEM_PROMPT, Tokenizer } from '../dist/index.js';
+import { COMPACT_SYSTEM_PROMPT, Engine, generateMiniSweTasks, Model, SYSTEM_PROMPT, Tokenizer } from '../dist/index.js';
 import { resolveConfig } from '../dist/pipeline/config.js';
 import { embeddedModelConfig } from '../dist/pipeline/run.js';
 import { copyPretrain, demoSample, episodeStats, evaluate, expertDemos, sftEpochs } from '../dist/pipeline/stages.js';
@@ -30,7 +31,13 @@ const c = resolveConfig({
   warmStart: { style: args.style ?? 'direct', noise: num('noise', 0.2) },
   embeddedModel: { hiddenSize: h, layers: num('l', 4), heads: 4, kvHeads: 2, intermediateSize: 3 * h },
   eval: { k: 2 },
-  episode: { maxTurns: 8, maxTokensPerTurn: 96, maxContextTokens: 3072, concurrency: 16 },
+  episode: {
+    maxTurns: 8,
+    maxTokensPerTurn: 96,
+    maxContextTokens: 3072,
+    concurrency: 16,
+    prompt: args.prompt ?? 'paper',
+  },
 });
 const cache = args.tasks ?? 'runs/probe-tasks.json';
 let train;
@@ -50,7 +57,11 @@ const demos = await expertDemos(
   quiet,
 );
 const tokenizer = Tokenizer.train(
-  [SYSTEM_PROMPT, ...train.map((t) => t.problem_statement), ...demos.flatMap((d) => d.messages.map((m) => m.content))],
+  [
+    c.episode.prompt === 'compact' ? COMPACT_SYSTEM_PROMPT : SYSTEM_PROMPT,
+    ...train.map((t) => t.problem_statement),
+    ...demos.flatMap((d) => d.messages.map((m) => m.content)),
+  ],
   { vocabSize: 2048 },
 );
 const samples = demos.map((d) => demoSample(d, tokenizer));
@@ -86,6 +97,26 @@ for (let done = 0; done < num('steps', 400); ) {
     `steps ${done} (${((performance.now() - t0) / 1000).toFixed(0)} s): loss ${m.at(-1).loss.toFixed(3)} | ` +
       `held-out Pass@1 ${r.pass1.toFixed(3)} Pass@2 ${r.passK.toFixed(3)}, format errors ${s.formatErrors.toFixed(2)}/episode, submitted ${s.submitted.toFixed(2)}`,
   );
+  // For name slips: how often the first command names the slip the error reports, and a sed does.
+  const slipOf = (id) =>
+    /ReferenceError: (\S+) is not defined/.exec(test.find((t) => t.instance_id === id)?.problem_statement ?? '')?.[1];
+  const names = (rec, f) => {
+    const slip = slipOf(rec.instance_id);
+    return slip !== undefined && rec.turns.some((t) => f(t.command ?? '') && (t.command ?? '').includes(slip));
+  };
+  const first = r.records.filter((rec) => {
+    const slip = slipOf(rec.instance_id);
+    return slip !== undefined && (rec.turns.find((t) => t.command)?.command ?? '').includes(slip);
+  }).length;
+  const sed = r.records.filter((rec) => names(rec, (cmd) => cmd.startsWith('sed'))).length;
+  console.log(
+    `  slips: the first command names it ${first}/${r.records.length}, a sed names it ${sed}/${r.records.length}`,
+  );
+  if (args.verbose)
+    for (const rec of r.records)
+      console.log(
+        `  ${rec.resolved ? 'OK' : '--'} ${JSON.stringify(rec.turns.slice(0, 3).map((t) => t.command ?? t.formatError))}`,
+      );
   for (const rec of r.records.slice(0, 2))
     console.log(`  ${rec.instance_id}: ${JSON.stringify(rec.turns.map((t) => t.command ?? t.formatError))}`);
 }

@@ -66,6 +66,7 @@ export {
   loadConfig,
   type PipelineConfig,
   PRESETS,
+  promptStyleOf,
   resolveConfig,
 } from './pipeline/config.js';
 export { type RunOptions, type RunSummary, runPipeline, type StageSummary } from './pipeline/run.js';

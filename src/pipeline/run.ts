@@ -25,7 +25,7 @@ import { EMBEDDED_MODEL_CONFIG } from '../model/presets.js';
 import { fileExists } from '../model/safetensors.js';
 import { Tokenizer } from '../tokenizer/tokenizer.js';
 import { AdamW } from '../train/adamw.js';
-import { type PipelineConfig, rlFilterWarnings } from './config.js';
+import { type PipelineConfig, promptStyleOf, rlFilterWarnings } from './config.js';
 import { writeReport } from './report.js';
 import {
   copyPretrain,
@@ -244,7 +244,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     const demoTasks = Array.from({ length: c.warmStart.demos }, (_, i) => demoPool[i % demoPool.length] as SweTask);
     const demos = await expertDemos(demoTasks, c, hooks);
     const corpus = [
-      c.episode.prompt === 'compact' ? COMPACT_SYSTEM_PROMPT : SYSTEM_PROMPT,
+      promptStyleOf(c) === 'compact' ? COMPACT_SYSTEM_PROMPT : SYSTEM_PROMPT,
       ...demoPool.map((t) => t.problem_statement),
       ...demos.flatMap((d) => d.messages.map((m) => m.content)),
     ];

@@ -24,7 +24,7 @@ import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { AdamW, warmupCosineLr } from '../train/adamw.js';
 import { sequenceLogprobs } from '../train/reference.js';
 import { type StepMetrics, Trainer, type TrainSample } from '../train/trainer.js';
-import type { DapoStageConfig, PipelineConfig } from './config.js';
+import { type DapoStageConfig, type PipelineConfig, promptStyleOf } from './config.js';
 
 /** The policy being trained. */
 export interface Policy {
@@ -64,7 +64,7 @@ export async function expertDemos(tasks: SweTask[], c: PipelineConfig, hooks: St
         task,
         policy: expertPolicy(task, { noise: c.warmStart.noise, seed: c.seed * 1000 + i, style: c.warmStart.style }),
         maxTurns: 40,
-        prompt: c.episode.prompt,
+        prompt: promptStyleOf(c),
         maxObservationChars: c.episode.maxObservationChars,
         commandTimeoutMs: c.episode.commandTimeoutMs,
       });
@@ -187,7 +187,7 @@ function rolloutOptions(c: PipelineConfig, limits?: { maxTurns: number; maxConte
     episodeTimeoutMs: c.episode.episodeTimeoutMs,
     concurrency: c.episode.concurrency,
     maxObservationChars: c.episode.maxObservationChars,
-    prompt: c.episode.prompt,
+    prompt: promptStyleOf(c),
     turnPenaltyThreshold: c.dapo.turnPenaltyThreshold,
     sandbox:
       c.sandbox.kind === 'docker'

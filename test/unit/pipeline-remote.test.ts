@@ -11,6 +11,7 @@ import {
   Engine,
   isolationAvailable,
   Model,
+  promptStyleOf,
   resolveConfig,
   runPipeline,
   SYSTEM_PROMPT,
@@ -57,6 +58,10 @@ describe.skipIf(!canSandbox)('runPipeline with a remote engine', () => {
         { ...overrides, warmStart: { enabled: false }, rft: { enabled: false }, dapo: { enabled: false } },
         'smoke',
       );
+      // A Hugging Face model gets the paper's prompt; the embedded model the compact one.
+      expect(promptStyleOf(c)).toBe('paper');
+      expect(promptStyleOf(resolveConfig({}, 'smoke'))).toBe('compact');
+      expect(promptStyleOf(resolveConfig({ episode: { prompt: 'paper' } }, 'smoke'))).toBe('paper');
       const summary = await runPipeline(c, { out: join(dir, 'run') });
       expect(summary.stages.map((s) => s.name)).toEqual(['base']);
       expect(summary.stages[0]?.tasks).toBe(2);

@@ -54,7 +54,7 @@ describe('node train.js', () => {
       bad({ episode: { prompt: 'short' } }, /episode\.prompt/);
       bad({ warmStart: { demoTasks: -1 } }, /warmStart\.demoTasks/);
       bad({ preset: 'smoke', warmStart: { demoTasks: 6 } }, /warmStart\.demoTasks/); // none left for RL
-      bad({ miniSwe: { issue: 'error' } }, /warmStart\.style/); // the thorough expert needs the script
+      bad({ miniSwe: { issue: 'error' }, warmStart: { style: 'thorough' } }, /warmStart\.style/); // needs the script
       bad({ dapo: { klCoef: 'high' } }, /dapo\.klCoef/);
       bad('{ not json', /not valid JSON/);
       bad({ preset: 'nope' }, /preset/);
