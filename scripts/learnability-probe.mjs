@@ -16,10 +16,18 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { COMPACT_SYSTEM_PROMPT, Engine, generateMiniSweTasks, Model, SYSTEM_PROMPT, Tokenizer } from '../dist/index.js';
+import { Engine, generateMiniSweTasks, Model, Tokenizer } from '../dist/index.js';
 import { resolveConfig } from '../dist/pipeline/config.js';
 import { embeddedModelConfig } from '../dist/pipeline/run.js';
-import { copyPretrain, demoSample, episodeStats, evaluate, expertDemos, sftEpochs } from '../dist/pipeline/stages.js';
+import {
+  copyPretrain,
+  demoSample,
+  episodeStats,
+  evaluate,
+  expertDemos,
+  sftEpochs,
+  tokenizerCorpus,
+} from '../dist/pipeline/stages.js';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.split('=')));
 const num = (k, d) => Number(args[k] ?? d);
@@ -56,14 +64,7 @@ const demos = await expertDemos(
   c,
   quiet,
 );
-const tokenizer = Tokenizer.train(
-  [
-    c.episode.prompt === 'compact' ? COMPACT_SYSTEM_PROMPT : SYSTEM_PROMPT,
-    ...train.map((t) => t.problem_statement),
-    ...demos.flatMap((d) => d.messages.map((m) => m.content)),
-  ],
-  { vocabSize: 2048 },
-);
+const tokenizer = Tokenizer.train(tokenizerCorpus(c, train, demos), { vocabSize: 2048 });
 const samples = demos.map((d) => demoSample(d, tokenizer));
 const mean = (f) => samples.reduce((a, s) => a + f(s), 0) / samples.length;
 const model = Model.random(embeddedModelConfig(c, tokenizer.vocabSize), 1);
@@ -100,15 +101,14 @@ for (let done = 0; done < num('steps', 400); ) {
   // For name slips: how often the first command names the slip the error reports, and a sed does.
   const slipOf = (id) =>
     /ReferenceError: (\S+) is not defined/.exec(test.find((t) => t.instance_id === id)?.problem_statement ?? '')?.[1];
-  const names = (rec, f) => {
-    const slip = slipOf(rec.instance_id);
-    return slip !== undefined && rec.turns.some((t) => f(t.command ?? '') && (t.command ?? '').includes(slip));
-  };
-  const first = r.records.filter((rec) => {
-    const slip = slipOf(rec.instance_id);
-    return slip !== undefined && (rec.turns.find((t) => t.command)?.command ?? '').includes(slip);
-  }).length;
-  const sed = r.records.filter((rec) => names(rec, (cmd) => cmd.startsWith('sed'))).length;
+  const count = (pick) =>
+    r.records.filter((rec) => {
+      const slip = slipOf(rec.instance_id);
+      const commands = rec.turns.map((t) => t.command).filter((x) => x !== null);
+      return slip !== undefined && pick(commands).some((cmd) => cmd.includes(slip));
+    }).length;
+  const first = count((cmds) => cmds.slice(0, 1));
+  const sed = count((cmds) => cmds.filter((cmd) => cmd.startsWith('sed')));
   console.log(
     `  slips: the first command names it ${first}/${r.records.length}, a sed names it ${sed}/${r.records.length}`,
   );

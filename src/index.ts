@@ -23,6 +23,7 @@ export {
   SYSTEM_PROMPT,
   scaffoldPrompts,
   shellPrompt,
+  systemPrompt,
 } from './agent/scaffold.js';
 export {
   Engine,

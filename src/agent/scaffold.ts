@@ -53,21 +53,17 @@ export type PromptStyle = 'paper' | 'compact';
 export const COMPACT_SYSTEM_PROMPT = `Fix the issue in the repository with shell commands (ls, cat, grep, sed, node, git) and: open <file> [<line>]; edit [--file PATH] <start>:<end> << 'EOF' (lines, then EOF); search_file <term> [<file>]; submit.
 Each response: DISCUSSION, your reasoning, then exactly one command in a \`\`\`command block.`;
 
+/** The system prompt of a prompt style. */
+export function systemPrompt(style: PromptStyle): string {
+  return style === 'compact' ? COMPACT_SYSTEM_PROMPT : SYSTEM_PROMPT;
+}
+
 /** The conversation's first two messages for a prompt style. */
 export function scaffoldPrompts(style: PromptStyle, task: SweTask, cwd: string): [AgentMessage, AgentMessage] {
-  if (style === 'compact')
-    return [
-      { role: 'system', content: COMPACT_SYSTEM_PROMPT },
-      {
-        role: 'user',
-        content: `${task.problem_statement}
-
-${shellPrompt(cwd, null)}`,
-      },
-    ];
+  const issue = style === 'compact' ? `${task.problem_statement}\n\n${shellPrompt(cwd, null)}` : issuePrompt(task, cwd);
   return [
-    { role: 'system', content: SYSTEM_PROMPT },
-    { role: 'user', content: issuePrompt(task, cwd) },
+    { role: 'system', content: systemPrompt(style) },
+    { role: 'user', content: issue },
   ];
 }
 

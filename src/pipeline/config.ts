@@ -396,7 +396,7 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
       "'direct' with miniSwe.issue 'error' (the thorough expert reproduces with the issue's script)",
       c.warmStart.style,
     );
-  if (c.tasksFile === null && c.warmStart.demoTasks >= c.miniSwe.trainTasks)
+  if (c.tasksFile === null && c.modelDir === null && c.warmStart.demoTasks >= c.miniSwe.trainTasks)
     fail(
       'warmStart.demoTasks',
       `0 or fewer than miniSwe.trainTasks (${c.miniSwe.trainTasks}), to leave tasks for RL`,

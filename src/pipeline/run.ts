@@ -13,7 +13,6 @@
 import { createHash } from 'node:crypto';
 import { appendFile, mkdir, readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { COMPACT_SYSTEM_PROMPT, SYSTEM_PROMPT } from '../agent/scaffold.js';
 import { Engine } from '../engine/engine.js';
 import { RemoteEngine } from '../engine/remote.js';
 import { generateMiniSweTasks } from '../env/mini-swe/generate.js';
@@ -25,7 +24,7 @@ import { EMBEDDED_MODEL_CONFIG } from '../model/presets.js';
 import { fileExists } from '../model/safetensors.js';
 import { Tokenizer } from '../tokenizer/tokenizer.js';
 import { AdamW } from '../train/adamw.js';
-import { type PipelineConfig, promptStyleOf, rlFilterWarnings } from './config.js';
+import { type PipelineConfig, rlFilterWarnings } from './config.js';
 import { writeReport } from './report.js';
 import {
   copyPretrain,
@@ -39,6 +38,7 @@ import {
   type StageHooks,
   sftEpochs,
   shuffled,
+  tokenizerCorpus,
 } from './stages.js';
 
 /** One evaluated stage in summary.json. */
@@ -243,12 +243,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     say(`expert demonstrations: ${c.warmStart.demos}`);
     const demoTasks = Array.from({ length: c.warmStart.demos }, (_, i) => demoPool[i % demoPool.length] as SweTask);
     const demos = await expertDemos(demoTasks, c, hooks);
-    const corpus = [
-      promptStyleOf(c) === 'compact' ? COMPACT_SYSTEM_PROMPT : SYSTEM_PROMPT,
-      ...demoPool.map((t) => t.problem_statement),
-      ...demos.flatMap((d) => d.messages.map((m) => m.content)),
-    ];
-    tokenizer = Tokenizer.train(corpus, { vocabSize: c.tokenizer.vocabSize });
+    tokenizer = Tokenizer.train(tokenizerCorpus(c, demoPool, demos), { vocabSize: c.tokenizer.vocabSize });
     model = Model.random(embeddedModelConfig(c, tokenizer.vocabSize), c.seed);
     say(`embedded model: ${(model.numParameters / 1e6).toFixed(2)} M parameters, vocabulary ${tokenizer.vocabSize}`);
     if (c.warmStart.enabled && c.warmStart.copySteps > 0) {

@@ -9,6 +9,7 @@
  * Each reports metrics through `log` (one JSON object per event) and progress through `progress`.
  */
 import { runEpisode, type Trajectory } from '../agent/episode.js';
+import { systemPrompt } from '../agent/scaffold.js';
 import type { Engine } from '../engine/engine.js';
 import type { RemoteEngine } from '../engine/remote.js';
 import { expertPolicy } from '../env/mini-swe/expert.js';
@@ -73,6 +74,18 @@ export async function expertDemos(tasks: SweTask[], c: PipelineConfig, hooks: St
   };
   await Promise.all(Array.from({ length: Math.min(4, tasks.length) }, worker));
   return out;
+}
+
+/**
+ * The embedded tokenizer's training text: the run's system prompt, the issues of the tasks
+ * demonstrated, and every message of the demonstrations.
+ */
+export function tokenizerCorpus(c: PipelineConfig, tasks: SweTask[], demos: Trajectory[]): string[] {
+  return [
+    systemPrompt(promptStyleOf(c)),
+    ...tasks.map((t) => t.problem_statement),
+    ...demos.flatMap((d) => d.messages.map((m) => m.content)),
+  ];
 }
 
 /** A trajectory as a training sample: every response trained except format errors. */

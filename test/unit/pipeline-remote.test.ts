@@ -62,6 +62,9 @@ describe.skipIf(!canSandbox)('runPipeline with a remote engine', () => {
       expect(promptStyleOf(c)).toBe('paper');
       expect(promptStyleOf(resolveConfig({}, 'smoke'))).toBe('compact');
       expect(promptStyleOf(resolveConfig({ episode: { prompt: 'paper' } }, 'smoke'))).toBe('paper');
+      // demoTasks splits the embedded model's tasks only: with a modelDir it is not checked against them.
+      expect(() => resolveConfig({ warmStart: { demoTasks: 6 } }, 'smoke')).toThrow(/warmStart\.demoTasks/);
+      expect(resolveConfig({ modelDir: 'm', warmStart: { demoTasks: 6 } }, 'smoke').warmStart.demoTasks).toBe(6);
       const summary = await runPipeline(c, { out: join(dir, 'run') });
       expect(summary.stages.map((s) => s.name)).toEqual(['base']);
       expect(summary.stages[0]?.tasks).toBe(2);
