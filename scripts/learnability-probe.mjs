@@ -11,6 +11,7 @@
  *     copy=0           copy-pretraining steps first
  *     steps=400 chunk=100 bs=4 lr=2e-3 demos=96 noise=0.2
  *     kinds=misspelled-name rename=1 style=direct issue=reproduction|error prompt=paper|compact
+ *     split=identifiers|qwen2   the tokenizer's pre-tokenization
  *     verbose=1        every held-out episode's first commands
  *     tasks=PATH (cache; default runs/probe-tasks.json)
  */
@@ -64,7 +65,10 @@ const demos = await expertDemos(
   c,
   quiet,
 );
-const tokenizer = Tokenizer.train(tokenizerCorpus(c, train, demos), { vocabSize: 2048 });
+const tokenizer = Tokenizer.train(tokenizerCorpus(c, train, demos), {
+  vocabSize: 2048,
+  split: args.split ?? c.tokenizer.split,
+});
 const samples = demos.map((d) => demoSample(d, tokenizer));
 const mean = (f) => samples.reduce((a, s) => a + f(s), 0) / samples.length;
 const model = Model.random(embeddedModelConfig(c, tokenizer.vocabSize), 1);

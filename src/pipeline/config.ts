@@ -74,7 +74,12 @@ export interface PipelineConfig {
     lr: number;
     batchSize: number;
   };
-  tokenizer: { vocabSize: number };
+  /**
+   * The embedded model's tokenizer, trained on the demonstrations: its vocabulary size and its
+   * pre-tokenization (Tokenizer.train's `split`: 'identifiers', the default, keeps a name the same
+   * tokens in every context so that the model can copy names it has not seen; 'qwen2').
+   */
+  tokenizer: { vocabSize: number; split: 'qwen2' | 'identifiers' };
   eval: { k: number };
   rft: {
     enabled: boolean;
@@ -142,7 +147,7 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
     lr: 2e-3,
     batchSize: 8,
   },
-  tokenizer: { vocabSize: 2048 },
+  tokenizer: { vocabSize: 2048, split: 'identifiers' },
   eval: { k: 2 },
   rft: { enabled: true, samplesPerTask: 2, epochs: 2, lr: 5e-4, warmupRatio: 0.1, batchSize: 8 },
   dapo: {
@@ -172,8 +177,10 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
  * The presets: `default` (the embedded run, at most 25 minutes on 2 cores) and `smoke` (under 2).
  * The default is the task design and budget the learnability probes found a model trained from
  * scratch can learn on 2 cores (README, "The pipeline"): name slips whose issue is the error
- * alone, the direct expert, a 0.9 M-parameter model, the compact prompt, demonstrations from half
- * the training tasks and RL on the other half.
+ * alone, every task with its own local names (renameLocals, so a name must be read, not
+ * recalled), the direct expert, a 0.9 M-parameter model with copy pretraining and the
+ * 'identifiers' tokenizer, the compact prompt, demonstrations from half the training tasks and
+ * RL on the other half.
  */
 export const PRESETS: Record<string, PipelineConfig> = {
   default: {
@@ -184,7 +191,7 @@ export const PRESETS: Record<string, PipelineConfig> = {
       testTasks: 24,
       difficulty: 0,
       kinds: ['misspelled-name'],
-      renameLocals: false,
+      renameLocals: true,
       issue: 'error',
     },
     embeddedModel: { hiddenSize: 128, layers: 4, heads: 4, kvHeads: 2, intermediateSize: 384 },
@@ -194,13 +201,14 @@ export const PRESETS: Record<string, PipelineConfig> = {
       demos: 96,
       noise: 0.2,
       style: 'direct',
-      copySteps: 0,
+      copySteps: 1500,
       demoTasks: 32,
-      epochs: 45,
+      epochs: 30,
       lr: 1e-3,
       batchSize: 4,
     },
     eval: { k: 4 },
+    rft: { ...structuredClone(BASE.rft), epochs: 2, lr: 2e-4, batchSize: 4 },
     dapo: {
       ...structuredClone(BASE.dapo),
       lr: 1e-4,
@@ -223,7 +231,7 @@ export const PRESETS: Record<string, PipelineConfig> = {
       lr: 2e-3,
       batchSize: 6,
     },
-    tokenizer: { vocabSize: 600 },
+    tokenizer: { vocabSize: 600, split: 'identifiers' },
     eval: { k: 1 },
     rft: { enabled: true, samplesPerTask: 1, epochs: 1, lr: 5e-4, warmupRatio: 0.1, batchSize: 4 },
     dapo: {
@@ -402,7 +410,7 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
       `0 or fewer than miniSwe.trainTasks (${c.miniSwe.trainTasks}), to leave tasks for RL`,
       c.warmStart.demoTasks,
     );
-  check(c.tokenizer as never, { vocabSize: 'int+' }, 'tokenizer.');
+  check(c.tokenizer as never, { vocabSize: 'int+', split: ['qwen2', 'identifiers'] }, 'tokenizer.');
   if (c.tokenizer.vocabSize < 300) fail('tokenizer.vocabSize', 'at least 300', c.tokenizer.vocabSize);
   check(c.eval as never, { k: 'int+' }, 'eval.');
   check(

@@ -243,7 +243,10 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     say(`expert demonstrations: ${c.warmStart.demos}`);
     const demoTasks = Array.from({ length: c.warmStart.demos }, (_, i) => demoPool[i % demoPool.length] as SweTask);
     const demos = await expertDemos(demoTasks, c, hooks);
-    tokenizer = Tokenizer.train(tokenizerCorpus(c, demoPool, demos), { vocabSize: c.tokenizer.vocabSize });
+    tokenizer = Tokenizer.train(tokenizerCorpus(c, demoPool, demos), {
+      vocabSize: c.tokenizer.vocabSize,
+      split: c.tokenizer.split,
+    });
     model = Model.random(embeddedModelConfig(c, tokenizer.vocabSize), c.seed);
     say(`embedded model: ${(model.numParameters / 1e6).toFixed(2)} M parameters, vocabulary ${tokenizer.vocabSize}`);
     if (c.warmStart.enabled && c.warmStart.copySteps > 0) {

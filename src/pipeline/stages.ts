@@ -95,7 +95,7 @@ export function demoSample(t: Trajectory, tokenizer: Tokenizer): TrainSample {
 
 /**
  * Induction pretraining, the embedded model's stand-in for pretraining: steps on synthetic
- * sequences `<s> noise <sep> span <sep> span` of random vocabulary tokens, trained on the repeated
+ * sequences `<s> <sep> span <sep> span` of random vocabulary tokens, trained on the repeated
  * span. A model trained from scratch on a few dozen demonstrations memorises them instead of
  * learning to copy; this gives it the copying circuits (induction heads) that a pretrained model
  * brings, which the agent needs to reuse the names and paths it reads in the issue and in
@@ -113,10 +113,11 @@ export async function copyPretrain(
   const hi = Math.max(lo + 2, p.tokenizer.vocabSize - 3);
   const token = () => lo + Math.floor(rnd() * (hi - lo));
   const sep = 1;
+  // No random prefix before the first span: with one (up to 32 tokens), a 0.9 M-parameter model's
+  // copy loss stayed at ln(vocab) through 1,000 steps; without, it fell by two thirds in 400.
   const sample = (): TrainSample => {
-    const span = Array.from({ length: 8 + Math.floor(rnd() * 24) }, token);
-    const noise = Array.from({ length: Math.floor(rnd() * 32) }, token);
-    const tokens = [0, ...noise, sep, ...span, sep, ...span];
+    const span = Array.from({ length: 8 + Math.floor(rnd() * 16) }, token);
+    const tokens = [0, sep, ...span, sep, ...span];
     const lossMask = new Uint8Array(tokens.length);
     // The first repeated token is unpredictable; every later one is a copy.
     for (let i = tokens.length - span.length + 1; i < tokens.length; i++) lossMask[i] = 1;

@@ -3,12 +3,14 @@
  * Hugging Face `tokenizers` BPE model does (repeatedly merge the adjacent pair of lowest rank,
  * the leftmost first), with a cache per pre-token.
  */
-import { BYTE_TO_CHAR, byteLevelDecode, preTokenize } from './byte-level.js';
+import { BYTE_TO_CHAR, byteLevelDecode, type PreTokenizer, preTokenize } from './byte-level.js';
 
-/** A trained byte-level BPE: the vocabulary (symbol → id) and the merges in rank order. */
+/** A trained byte-level BPE: the vocabulary (symbol → id), the merges in rank order, its pre-tokenization. */
 export interface BpeModel {
   vocab: Map<string, number>;
   merges: [string, string][];
+  /** Default 'qwen2'. */
+  split?: PreTokenizer;
 }
 
 /** Options of {@link trainBpe}. */
@@ -19,6 +21,8 @@ export interface BpeTrainOptions {
   minFrequency?: number;
   /** Called every `progressEvery` merges with (merges so far, target). */
   onProgress?: (done: number, total: number) => void;
+  /** The pre-tokenization (default 'qwen2'; byte-level.ts SPLIT_PATTERNS). */
+  split?: PreTokenizer;
 }
 
 /**
@@ -41,7 +45,8 @@ export function trainBpe(texts: Iterable<string>, o: BpeTrainOptions): BpeModel 
   for (const c of BYTE_TO_CHAR) idOf(c);
   // Distinct pre-tokens with counts, as arrays of symbol ids.
   const counts = new Map<string, number>();
-  for (const text of texts) for (const p of preTokenize(text)) counts.set(p, (counts.get(p) ?? 0) + 1);
+  const split = o.split ?? 'qwen2';
+  for (const text of texts) for (const p of preTokenize(text, split)) counts.set(p, (counts.get(p) ?? 0) + 1);
   const words: number[][] = [];
   const freq: number[] = [];
   for (const [w, c] of counts) {
@@ -104,7 +109,7 @@ export function trainBpe(texts: Iterable<string>, o: BpeTrainOptions): BpeModel 
     pairCount.delete(best);
     if (o.onProgress && merges.length % 256 === 0) o.onProgress(symbols.length, target);
   }
-  return { vocab, merges };
+  return { vocab, merges, split };
 }
 
 /** Encodes text with a byte-level BPE model, as Hugging Face tokenizers' BPE model does. */
@@ -113,9 +118,11 @@ export class BpeEncoder {
   readonly #ranks = new Map<string, number>();
   readonly #cache = new Map<string, number[]>();
   readonly #idToSymbol: string[] = [];
+  readonly #split: PreTokenizer;
 
   constructor(model: BpeModel) {
     this.#vocab = model.vocab;
+    this.#split = model.split ?? 'qwen2';
     model.merges.forEach(([a, b], r) => {
       this.#ranks.set(`${a} ${b}`, r);
     });
@@ -125,7 +132,7 @@ export class BpeEncoder {
   /** Token ids of `text` (no special tokens). */
   encode(text: string): number[] {
     const out: number[] = [];
-    for (const p of preTokenize(text)) {
+    for (const p of preTokenize(text, this.#split)) {
       let ids = this.#cache.get(p);
       if (!ids) {
         ids = this.#bpe(p);

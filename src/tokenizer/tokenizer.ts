@@ -10,7 +10,7 @@ import { Template } from '@huggingface/jinja';
 import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
 import { invalidArgument, SwerlError } from '../errors.js';
 import { BpeEncoder, type BpeModel, trainBpe } from './bpe.js';
-import { QWEN2_SPLIT_PATTERN_ONIG } from './byte-level.js';
+import { type PreTokenizer, preTokenizerOf, SPLIT_PATTERNS } from './byte-level.js';
 
 /** One chat message, as chat templates take them. */
 export interface ChatMessage {
@@ -74,8 +74,11 @@ export class Tokenizer {
   }
 
   /**
-   * Trains a byte-level BPE tokenizer (Qwen2's pre-tokenization) on `texts`, with ChatML special
-   * tokens and chat template by default.
+   * Trains a byte-level BPE tokenizer on `texts`, with ChatML special tokens and chat template by
+   * default. `split` is the pre-tokenization: 'qwen2' (the default) or 'identifiers' (letter runs
+   * stand alone, so a name tokenizes the same in every context; byte-level.ts SPLIT_PATTERNS).
+   * The tokenizer.json written is a standard one either way (a Split pre-tokenizer with the
+   * pattern), which Hugging Face tokenizers load.
    */
   static train(
     texts: Iterable<string>,
@@ -86,11 +89,15 @@ export class Tokenizer {
       eosToken?: string;
       minFrequency?: number;
       onProgress?: (done: number, total: number) => void;
+      split?: PreTokenizer;
     },
   ): Tokenizer {
     if (!Number.isInteger(o.vocabSize) || o.vocabSize < 256)
       throw invalidArgument('vocabSize', 'an integer >= 256 (the byte symbols)', o.vocabSize);
-    const model = trainBpe(texts, o);
+    const split = o.split ?? 'qwen2';
+    if (!Object.hasOwn(SPLIT_PATTERNS, split))
+      throw invalidArgument('split', `one of ${Object.keys(SPLIT_PATTERNS).join(', ')}`, split);
+    const model = trainBpe(texts, { ...o, split });
     const specials = o.specialTokens ?? CHATML_SPECIAL_TOKENS;
     const base = model.vocab.size;
     const added = specials.map((content, i) => ({
@@ -112,7 +119,7 @@ export class Tokenizer {
       pre_tokenizer: {
         type: 'Sequence',
         pretokenizers: [
-          { type: 'Split', pattern: { Regex: QWEN2_SPLIT_PATTERN_ONIG }, behavior: 'Isolated', invert: false },
+          { type: 'Split', pattern: { Regex: SPLIT_PATTERNS[split].onig }, behavior: 'Isolated', invert: false },
           byteLevel,
         ],
       },
@@ -226,17 +233,18 @@ function swerlBpe(json: Json): BpeModel | null {
     type?: string;
     pretokenizers?: { type?: string; pattern?: { Regex?: string } }[];
   };
+  const split = preTokenizerOf(pre?.pretokenizers?.[0]?.pattern?.Regex);
   const ours =
     m?.type === 'BPE' &&
     json.normalizer === null &&
     pre?.type === 'Sequence' &&
     pre.pretokenizers?.length === 2 &&
-    pre.pretokenizers[0]?.pattern?.Regex === QWEN2_SPLIT_PATTERN_ONIG &&
+    split !== null &&
     pre.pretokenizers[1]?.type === 'ByteLevel' &&
     Array.isArray(m.merges) &&
     m.merges.every((x) => Array.isArray(x) && x.length === 2);
-  if (!ours || !m?.vocab) return null;
-  return { vocab: new Map(Object.entries(m.vocab)), merges: m.merges as [string, string][] };
+  if (!ours || !m?.vocab || split === null) return null;
+  return { vocab: new Map(Object.entries(m.vocab)), merges: m.merges as [string, string][], split };
 }
 
 async function readJson(path: string, required: true): Promise<Json>;

@@ -185,7 +185,7 @@ describe.skipIf(!canSandbox)('test-derived reproductions and tiers', () => {
       const tr = await runEpisode({ task: t, policy: expertPolicy(t, { style: 'direct' }) });
       expect(tr.finishReason).toBe('submit');
       expect(tr.turns.length).toBe(4);
-      expect(tr.turns[1]?.command).toMatch(/^sed -i 's\/\\b\w+\\b\/\w+\/' src\/\w+\.js$/);
+      expect(tr.turns[1]?.command).toMatch(/^sed -i 's\/\\<\w+\\>\/\w+\/' src\/\w+\.js$/);
       expect((await evaluatePatch(t, tr.patch)).resolved, t.instance_id).toBe(true);
     }
     await expect(generateMiniSweTasks({ count: 1, seed: 1, kinds: ['typo'] })).rejects.toMatchObject({

@@ -119,6 +119,49 @@ describe('byte-level BPE trained by swerl', () => {
   });
 });
 
+describe("split: 'identifiers'", () => {
+  const texts = corpus(600, 1);
+  const tok = Tokenizer.train(texts, { vocabSize: 700, split: 'identifiers' });
+
+  it('a name is the same tokens after a space, a quote, a backtick, a bracket or a sed bound', () => {
+    const ids = (s: string) => Array.from(tok.encode(s));
+    for (const name of ['total', 'items', 'zxqwerty', 'percentOff']) {
+      const alone = ids(name);
+      for (const context of [` ${name} `, `"${name}"`, `\`${name}\``, `(${name})`, `s/\\<${name}\\>/x/`]) {
+        const all = ids(context);
+        // The name's tokens occur, contiguous, inside the context's.
+        const at = all.findIndex((_, i) => alone.every((t, j) => all[i + j] === t));
+        expect(at, `${name} in ${context}`).toBeGreaterThanOrEqual(0);
+      }
+    }
+    // Qwen2's split joins the space before a word to it: ' total' is one token, not 'total's.
+    const qwen = Tokenizer.train(texts, { vocabSize: 700 });
+    expect(qwen.encode(' total').length).toBe(1);
+    expect(Array.from(qwen.encode(' total'))).not.toContain(qwen.encode('total')[0]);
+  });
+
+  it('saves a tokenizer.json that @huggingface/tokenizers encodes identically, and loads back', async () => {
+    const dir = await newDir();
+    await tok.save(dir);
+    const json = JSON.parse(await readFile(join(dir, 'tokenizer.json'), 'utf8'));
+    expect(json.pre_tokenizer.pretokenizers[0].pattern.Regex).toContain('|\\p{L}+|');
+    const hf = new HfTokenizer(json, JSON.parse(await readFile(join(dir, 'tokenizer_config.json'), 'utf8')));
+    const loaded = await Tokenizer.load(dir);
+    for (const text of [...PROBES, ...corpus(100, 3)]) {
+      const ours = Array.from(tok.encode(text));
+      expect(ours, JSON.stringify(text)).toEqual(hf.encode(text, { add_special_tokens: false }).ids);
+      expect(Array.from(loaded.encode(text))).toEqual(ours);
+      expect(tok.decode(ours)).toBe(text);
+    }
+  });
+
+  it('an unknown split is INVALID_ARGUMENT', () => {
+    expect(() => Tokenizer.train(['abc'], { vocabSize: 300, split: 'words' as never })).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+    );
+  });
+});
+
 describe('Hugging Face tokenizers that are not swerl-trained', () => {
   it('a tokenizer.json with a normalizer goes through @huggingface/tokenizers', async () => {
     const base = Tokenizer.train(corpus(200, 3), { vocabSize: 400 });

@@ -56,6 +56,7 @@ describe('node train.js', () => {
       bad({ preset: 'smoke', warmStart: { demoTasks: 6 } }, /warmStart\.demoTasks/); // none left for RL
       bad({ miniSwe: { issue: 'error' }, warmStart: { style: 'thorough' } }, /warmStart\.style/); // needs the script
       bad({ dapo: { klCoef: 'high' } }, /dapo\.klCoef/);
+      bad({ tokenizer: { split: 'words' } }, /tokenizer\.split/);
       bad('{ not json', /not valid JSON/);
       bad({ preset: 'nope' }, /preset/);
       expect(existsSync(join(dir, 'run'))).toBe(false); // nothing ran

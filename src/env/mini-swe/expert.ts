@@ -75,8 +75,9 @@ function undefinedName(statement: string): string | null {
 
 /**
  * The expert's direct plan: locate the line from what the issue names, fix it in one command, run
- * the tests, submit. A name slip is found by the name the error reports and fixed with `sed`; any
- * other bug is found by its line's text and fixed with `edit`.
+ * the tests, submit. A name slip is found by the name the error reports and fixed with `sed`
+ * (GNU word bounds `\<name\>`, not `\bname\b`, whose `b` would join the name's first pre-token);
+ * any other bug is found by its line's text and fixed with `edit`.
  */
 function directPlan(task: SweTask, file: string, fix: ReturnType<typeof patchFix>, buggy: string): string[] {
   const slip = undefinedName(task.problem_statement);
@@ -85,7 +86,7 @@ function directPlan(task: SweTask, file: string, fix: ReturnType<typeof patchFix
   const right = name === null ? null : (/[\w$]+/.exec((fix.lines[0] ?? '').slice(line.indexOf(name)))?.[0] ?? null);
   const fixStep =
     name !== null && right !== null && line.replace(name, right) === fix.lines[0]
-      ? say(`\`${name}\` is not defined: it should be \`${right}\`.`, `sed -i 's/\\b${name}\\b/${right}/' ${file}`)
+      ? say(`\`${name}\` is not defined: it should be \`${right}\`.`, `sed -i 's/\\<${name}\\>/${right}/' ${file}`)
       : say(
           'This line is wrong for the case in the issue; I will fix it.',
           `edit --file ${file} ${fix.start}:${fix.end} << 'EOF'\n${fix.lines.join('\n')}\nEOF`,
