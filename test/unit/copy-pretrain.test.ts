@@ -1,16 +1,16 @@
 /**
  * Copy pretraining (the embedded model's stand-in for pretraining): it trains on synthetic
- * repeated spans of merged tokens only, logs, and is reproducible by seed. Whether copying
- * (induction) emerges takes hundreds of steps of a wider model (DESIGN/notes), beyond a unit test;
- * here the loss must fall from log(vocab) to the span alphabet's entropy, which shows the targets
- * are the repeated spans' tokens.
+ * repeated spans of merged tokens only, logs, and is reproducible by seed. In 600 steps a
+ * 2-layer model's loss falls below the span alphabet's entropy, which only copying can do
+ * (measured: 3.22 against log(64) = 4.16; with the random prefix this function once put before
+ * the first span, 4.06, and the test fails).
  */
 import { describe, expect, it } from 'vitest';
 import { EMBEDDED_MODEL_CONFIG, Model, Tokenizer } from '../../src/index.js';
 import { copyPretrain, type Policy } from '../../src/pipeline/stages.js';
 
 describe('copyPretrain', () => {
-  it('trains on the repeated spans of merged tokens (loss to the alphabet entropy), logs, and repeats by seed', async () => {
+  it('learns to copy the repeated spans of merged tokens (loss below the alphabet entropy), logs, and repeats by seed', async () => {
     // A tokenizer with few merged tokens keeps the task small enough to learn in a test.
     const letters = 'abcdefghijklmnopqrstuvwxyz';
     const words = Array.from(
@@ -35,17 +35,20 @@ describe('copyPretrain', () => {
     const events: Record<string, unknown>[] = [];
     const steps = await copyPretrain(
       { model, tokenizer } as unknown as Policy,
-      { steps: 150, batchSize: 16, lr: 1e-2, seed: 5 },
+      { steps: 600, batchSize: 16, lr: 3e-3, seed: 5 },
       { log: (e) => events.push(e) },
     );
-    expect(steps.length).toBe(150);
+    expect(steps.length).toBe(600);
     const merged = vocab - 3 - 256; // the tokens spans are drawn from
     const first = steps[0]?.loss as number;
     const last = steps.slice(-10).reduce((a, m) => a + m.loss, 0) / 10;
     expect(first).toBeGreaterThan(Math.log(vocab) - 0.5); // untrained: about uniform over the vocabulary
-    expect(last).toBeLessThan(Math.log(merged) + 0.1); // at most the span alphabet's entropy
+    // Below the span alphabet's entropy: the model copies (a model that only learned which
+    // tokens spans use would sit at log(merged); with a random prefix before the first span, as
+    // this function once had, it did not leave log(vocab) in 1,000 steps of a larger model).
+    expect(last).toBeLessThan(Math.log(merged) - 0.5);
     expect(last).toBeLessThan(first - 1);
-    expect(events.filter((e) => e.stage === 'copy').length).toBe(15);
+    expect(events.filter((e) => e.stage === 'copy').length).toBe(60);
     // Reproducible by seed: the same data and updates give the same losses.
     const short = async () =>
       (
