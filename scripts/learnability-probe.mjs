@@ -66,7 +66,7 @@ const demos = await expertDemos(
   quiet,
 );
 const tokenizer = Tokenizer.train(tokenizerCorpus(c, train, demos), {
-  vocabSize: 2048,
+  vocabSize: c.tokenizer.vocabSize,
   split: args.split ?? c.tokenizer.split,
 });
 const samples = demos.map((d) => demoSample(d, tokenizer));

@@ -231,7 +231,7 @@ export const PRESETS: Record<string, PipelineConfig> = {
       lr: 2e-3,
       batchSize: 6,
     },
-    tokenizer: { vocabSize: 600, split: 'identifiers' },
+    tokenizer: { ...BASE.tokenizer, vocabSize: 600 },
     eval: { k: 1 },
     rft: { enabled: true, samplesPerTask: 1, epochs: 1, lr: 5e-4, warmupRatio: 0.1, batchSize: 4 },
     dapo: {
