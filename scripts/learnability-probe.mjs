@@ -11,7 +11,7 @@
  *     copy=0           copy-pretraining steps first
  *     steps=400 chunk=100 bs=4 lr=2e-3 demos=96 noise=0.2
  *     kinds=misspelled-name rename=1 style=direct issue=reproduction|error prompt=paper|compact
- *     split=identifiers|qwen2   the tokenizer's pre-tokenization
+ *     split=identifiers|stems|qwen2   the tokenizer's pre-tokenization
  *     verbose=1        every held-out episode's first commands
  *     tasks=PATH (cache; default runs/probe-tasks.json)
  */

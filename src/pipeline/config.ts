@@ -77,9 +77,10 @@ export interface PipelineConfig {
   /**
    * The embedded model's tokenizer, trained on the demonstrations: its vocabulary size and its
    * pre-tokenization (Tokenizer.train's `split`: 'identifiers', the default, keeps a name the same
-   * tokens in every context so that the model can copy names it has not seen; 'qwen2').
+   * tokens in every context so that the model can copy names it has not seen; 'stems' also cuts
+   * a word's final `s` off, so that a name and its plural share tokens; 'qwen2').
    */
-  tokenizer: { vocabSize: number; split: 'qwen2' | 'identifiers' };
+  tokenizer: { vocabSize: number; split: 'qwen2' | 'identifiers' | 'stems' };
   eval: { k: number };
   rft: {
     enabled: boolean;
@@ -410,7 +411,7 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
       `0 or fewer than miniSwe.trainTasks (${c.miniSwe.trainTasks}), to leave tasks for RL`,
       c.warmStart.demoTasks,
     );
-  check(c.tokenizer as never, { vocabSize: 'int+', split: ['qwen2', 'identifiers'] }, 'tokenizer.');
+  check(c.tokenizer as never, { vocabSize: 'int+', split: ['qwen2', 'identifiers', 'stems'] }, 'tokenizer.');
   if (c.tokenizer.vocabSize < 300) fail('tokenizer.vocabSize', 'at least 300', c.tokenizer.vocabSize);
   check(c.eval as never, { k: 'int+' }, 'eval.');
   check(

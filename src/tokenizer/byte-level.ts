@@ -15,6 +15,11 @@ const CONTRACTIONS_ONIG = "(?i:'s|'t|'re|'ve|'m|'ll|'d)";
 const QWEN2_WORD = '[^\\r\\n\\p{L}\\p{N}]?\\p{L}+';
 /** The 'identifiers' word: a run of letters alone. */
 const IDENTIFIER_WORD = '\\p{L}+';
+/**
+ * The 'stems' word: a run of letters alone, a final `s` cut off as a word of its own (the lazy
+ * run stops before an `s` that ends the run; the `s` then matches alone).
+ */
+const STEM_WORD = '\\p{L}+?(?=s(?!\\p{L}))|\\p{L}+';
 
 /** Qwen2's split pattern (tokenizer.json's Split pre-tokenizer), written for JavaScript. */
 export const QWEN2_SPLIT_PATTERN = qwen2Like(CONTRACTIONS_JS, QWEN2_WORD);
@@ -30,12 +35,21 @@ export const QWEN2_SPLIT_PATTERN_ONIG = qwen2Like(CONTRACTIONS_ONIG, QWEN2_WORD)
  * can copy a name it has not seen, token by token, from an issue into a command (with Qwen2's
  * split `` `total`` and `"total` and ` total` are unrelated tokens). Its cost is the space before
  * a word, now a token of its own: a direct-style demonstration grew from 453 to 602 tokens.
+ * 'stems' is 'identifiers' with a run's final `s` a pre-token of its own (`offsets` → `offset`,
+ * `s`): a name and its plural then share their tokens, so that a plural slip (`offsets` for
+ * `offset`) is a copy less or more one token, for names the model has never seen, where whole-word
+ * merges make `offsets` and `offset` unrelated tokens. Words that merely end in `s` split too
+ * (`class` → `clas`, `s`).
  */
 export const SPLIT_PATTERNS = {
   qwen2: { js: QWEN2_SPLIT_PATTERN, onig: QWEN2_SPLIT_PATTERN_ONIG },
   identifiers: {
     js: qwen2Like(CONTRACTIONS_JS, IDENTIFIER_WORD),
     onig: qwen2Like(CONTRACTIONS_ONIG, IDENTIFIER_WORD),
+  },
+  stems: {
+    js: qwen2Like(CONTRACTIONS_JS, STEM_WORD),
+    onig: qwen2Like(CONTRACTIONS_ONIG, STEM_WORD),
   },
 } as const;
 
@@ -45,6 +59,7 @@ export type PreTokenizer = keyof typeof SPLIT_PATTERNS;
 const SPLITS: Record<PreTokenizer, RegExp> = {
   qwen2: new RegExp(SPLIT_PATTERNS.qwen2.js, 'gu'),
   identifiers: new RegExp(SPLIT_PATTERNS.identifiers.js, 'gu'),
+  stems: new RegExp(SPLIT_PATTERNS.stems.js, 'gu'),
 };
 
 /** The pre-tokenization whose tokenizer.json (Oniguruma) pattern is `onig`, or null. */

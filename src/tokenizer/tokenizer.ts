@@ -75,8 +75,9 @@ export class Tokenizer {
 
   /**
    * Trains a byte-level BPE tokenizer on `texts`, with ChatML special tokens and chat template by
-   * default. `split` is the pre-tokenization: 'qwen2' (the default) or 'identifiers' (letter runs
-   * stand alone, so a name tokenizes the same in every context; byte-level.ts SPLIT_PATTERNS).
+   * default. `split` is the pre-tokenization: 'qwen2' (the default), 'identifiers' (letter runs
+   * stand alone, so a name tokenizes the same in every context) or 'stems' (also a run's final `s`
+   * alone, so a name and its plural share tokens); byte-level.ts SPLIT_PATTERNS.
    * The tokenizer.json written is a standard one either way (a Split pre-tokenizer with the
    * pattern), which Hugging Face tokenizers load.
    */

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SwerlError, Tokenizer } from '../../src/index.js';
+import { byteLevelDecode, preTokenize } from '../../src/tokenizer/byte-level.js';
 import { rng } from '../helpers/random.js';
 
 const dirs: string[] = [];
@@ -159,6 +160,74 @@ describe("split: 'identifiers'", () => {
     expect(() => Tokenizer.train(['abc'], { vocabSize: 300, split: 'words' as never })).toThrow(
       expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
     );
+  });
+});
+
+describe("split: 'stems'", () => {
+  const texts = corpus(600, 1);
+  const tok = Tokenizer.train(texts, { vocabSize: 700, split: 'stems' });
+
+  it('cuts a final s off a letter run, and nothing else', () => {
+    const words = (s: string) => preTokenize(s, 'stems').map((w) => byteLevelDecode(w));
+    expect(words('offsets offset s class status')).toEqual([
+      'offset',
+      's',
+      ' ',
+      'offset',
+      ' ',
+      's',
+      ' ',
+      'clas',
+      's',
+      ' ',
+      'statu',
+      's',
+    ]);
+    expect(words("sed -i 's/\\<items\\>/item/' a.js")).toEqual([
+      'sed',
+      ' -',
+      'i',
+      " '",
+      's',
+      '/\\<',
+      'item',
+      's',
+      '\\>/',
+      'item',
+      "/'",
+      ' ',
+      'a',
+      '.',
+      'j',
+      's',
+    ]);
+    // 'identifiers' keeps the run whole.
+    expect(preTokenize('offsets', 'identifiers').map((w) => byteLevelDecode(w))).toEqual(['offsets']);
+  });
+
+  it("a plural is its name's tokens and one more, for names the corpus never had", () => {
+    for (const name of ['offset', 'zxqwerty', 'gap', 'payload', 'cursor']) {
+      const one = Array.from(tok.encode(` ${name}`));
+      const many = Array.from(tok.encode(` ${name}s`));
+      expect(many.slice(0, one.length), name).toEqual(one);
+      expect(many.length, name).toBe(one.length + 1);
+      expect(tok.decode(many.slice(one.length))).toBe('s');
+    }
+  });
+
+  it('saves a tokenizer.json that @huggingface/tokenizers encodes identically, and loads back', async () => {
+    const dir = await newDir();
+    await tok.save(dir);
+    const json = JSON.parse(await readFile(join(dir, 'tokenizer.json'), 'utf8'));
+    expect(json.pre_tokenizer.pretokenizers[0].pattern.Regex).toContain('(?=s(?!\\p{L}))');
+    const hf = new HfTokenizer(json, JSON.parse(await readFile(join(dir, 'tokenizer_config.json'), 'utf8')));
+    const loaded = await Tokenizer.load(dir);
+    for (const text of [...PROBES, ...corpus(100, 3), "offsets class status s ss sss items's"]) {
+      const ours = Array.from(tok.encode(text));
+      expect(ours, JSON.stringify(text)).toEqual(hf.encode(text, { add_special_tokens: false }).ids);
+      expect(Array.from(loaded.encode(text))).toEqual(ours);
+      expect(tok.decode(ours)).toBe(text);
+    }
   });
 });
 
