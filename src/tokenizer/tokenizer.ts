@@ -240,7 +240,6 @@ function swerlBpe(json: Json): BpeModel | null {
     json.normalizer === null &&
     pre?.type === 'Sequence' &&
     pre.pretokenizers?.length === 2 &&
-    split !== null &&
     pre.pretokenizers[1]?.type === 'ByteLevel' &&
     Array.isArray(m.merges) &&
     m.merges.every((x) => Array.isArray(x) && x.length === 2);

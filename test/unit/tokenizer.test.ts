@@ -120,6 +120,25 @@ describe('byte-level BPE trained by swerl', () => {
   });
 });
 
+/**
+ * Saves `tok`, checks its Split pattern holds `fragment`, and that @huggingface/tokenizers and a
+ * reload encode every text as `tok` does (and `tok` decodes it back).
+ */
+async function expectHfIdentical(tok: Tokenizer, fragment: string, texts: string[]): Promise<void> {
+  const dir = await newDir();
+  await tok.save(dir);
+  const json = JSON.parse(await readFile(join(dir, 'tokenizer.json'), 'utf8'));
+  expect(json.pre_tokenizer.pretokenizers[0].pattern.Regex).toContain(fragment);
+  const hf = new HfTokenizer(json, JSON.parse(await readFile(join(dir, 'tokenizer_config.json'), 'utf8')));
+  const loaded = await Tokenizer.load(dir);
+  for (const text of texts) {
+    const ours = Array.from(tok.encode(text));
+    expect(ours, JSON.stringify(text)).toEqual(hf.encode(text, { add_special_tokens: false }).ids);
+    expect(Array.from(loaded.encode(text))).toEqual(ours);
+    expect(tok.decode(ours)).toBe(text);
+  }
+}
+
 describe("split: 'identifiers'", () => {
   const texts = corpus(600, 1);
   const tok = Tokenizer.train(texts, { vocabSize: 700, split: 'identifiers' });
@@ -142,18 +161,7 @@ describe("split: 'identifiers'", () => {
   });
 
   it('saves a tokenizer.json that @huggingface/tokenizers encodes identically, and loads back', async () => {
-    const dir = await newDir();
-    await tok.save(dir);
-    const json = JSON.parse(await readFile(join(dir, 'tokenizer.json'), 'utf8'));
-    expect(json.pre_tokenizer.pretokenizers[0].pattern.Regex).toContain('|\\p{L}+|');
-    const hf = new HfTokenizer(json, JSON.parse(await readFile(join(dir, 'tokenizer_config.json'), 'utf8')));
-    const loaded = await Tokenizer.load(dir);
-    for (const text of [...PROBES, ...corpus(100, 3)]) {
-      const ours = Array.from(tok.encode(text));
-      expect(ours, JSON.stringify(text)).toEqual(hf.encode(text, { add_special_tokens: false }).ids);
-      expect(Array.from(loaded.encode(text))).toEqual(ours);
-      expect(tok.decode(ours)).toBe(text);
-    }
+    await expectHfIdentical(tok, '|\\p{L}+|', [...PROBES, ...corpus(100, 3)]);
   });
 
   it('an unknown split is INVALID_ARGUMENT', () => {
@@ -216,18 +224,11 @@ describe("split: 'stems'", () => {
   });
 
   it('saves a tokenizer.json that @huggingface/tokenizers encodes identically, and loads back', async () => {
-    const dir = await newDir();
-    await tok.save(dir);
-    const json = JSON.parse(await readFile(join(dir, 'tokenizer.json'), 'utf8'));
-    expect(json.pre_tokenizer.pretokenizers[0].pattern.Regex).toContain('(?=s(?!\\p{L}))');
-    const hf = new HfTokenizer(json, JSON.parse(await readFile(join(dir, 'tokenizer_config.json'), 'utf8')));
-    const loaded = await Tokenizer.load(dir);
-    for (const text of [...PROBES, ...corpus(100, 3), "offsets class status s ss sss items's"]) {
-      const ours = Array.from(tok.encode(text));
-      expect(ours, JSON.stringify(text)).toEqual(hf.encode(text, { add_special_tokens: false }).ids);
-      expect(Array.from(loaded.encode(text))).toEqual(ours);
-      expect(tok.decode(ours)).toBe(text);
-    }
+    await expectHfIdentical(tok, '(?=s(?!\\p{L}))', [
+      ...PROBES,
+      ...corpus(100, 3),
+      "offsets class status s ss sss items's",
+    ]);
   });
 });
 
