@@ -80,6 +80,7 @@ export {
   episodeStats,
   evaluate,
   expertDemos,
+  inForeignFormat,
   type Policy as TrainedPolicy,
   rft,
   type StageHooks,

@@ -61,6 +61,14 @@ export interface PipelineConfig {
     noise: number;
     /** The expert's plan (expertPolicy's style). */
     style: 'thorough' | 'direct';
+    /**
+     * In [0, 1]: the share of the demonstrations written in another scaffold's action format
+     * (```bash fences instead of ```command, as mini-SWE-agent writes them), chosen by seed. It
+     * stands for an instruct model's prior over formats: the paper's base model fails mostly on
+     * format errors (App. E), which RFT, trained on its resolved trajectories with format-error
+     * turns masked, and RL then remove. In this scaffold such a fence is a format error.
+     */
+    foreignFormat: number;
     /** Induction pretraining steps (copyPretrain) before the demonstrations; 0 = none. */
     copySteps: number;
     /**
@@ -142,6 +150,7 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
     demos: 48,
     noise: 0.3,
     style: 'thorough',
+    foreignFormat: 0,
     copySteps: 0,
     demoTasks: 0,
     epochs: 2,
@@ -202,6 +211,7 @@ export const PRESETS: Record<string, PipelineConfig> = {
       demos: 96,
       noise: 0.2,
       style: 'direct',
+      foreignFormat: 0,
       copySteps: 1500,
       demoTasks: 32,
       epochs: 30,
@@ -226,6 +236,7 @@ export const PRESETS: Record<string, PipelineConfig> = {
       demos: 6,
       noise: 0.3,
       style: 'thorough',
+      foreignFormat: 0,
       copySteps: 0,
       demoTasks: 0,
       epochs: 1,
@@ -391,6 +402,7 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
       demos: 'int0',
       noise: 'unit',
       style: ['thorough', 'direct'],
+      foreignFormat: 'unit',
       copySteps: 'int0',
       demoTasks: 'int0',
       epochs: 'int0',

@@ -73,7 +73,25 @@ export async function expertDemos(tasks: SweTask[], c: PipelineConfig, hooks: St
     }
   };
   await Promise.all(Array.from({ length: Math.min(4, tasks.length) }, worker));
+  const foreign = Math.round(c.warmStart.foreignFormat * out.length);
+  for (const i of shuffled([...out.keys()], c.seed * 7919 + 3).slice(0, foreign))
+    out[i] = inForeignFormat(out[i] as Trajectory);
   return out;
+}
+
+/**
+ * A trajectory as another scaffold would have recorded it: every command in a ```bash fence
+ * instead of ```command (mini-SWE-agent's format), the observations unchanged. In this scaffold
+ * such a response is a format error ('cannot extract command'); as warm-start data it gives the
+ * model a prior that writes the wrong format some of the time (warmStart.foreignFormat).
+ */
+export function inForeignFormat(t: Trajectory): Trajectory {
+  return {
+    ...t,
+    messages: t.messages.map((m) =>
+      m.role === 'assistant' ? { ...m, content: m.content.replaceAll('```command\n', '```bash\n') } : m,
+    ),
+  };
 }
 
 /**

@@ -10,8 +10,12 @@ import {
   evaluatePatch,
   expertPolicy,
   generateMiniSweTasks,
+  expertDemos,
+  inForeignFormat,
   isolationAvailable,
   LocalSandbox,
+  parseAction,
+  resolveConfig,
   runAllTests,
   runEpisode,
 } from '../../src/index.js';
@@ -192,6 +196,36 @@ describe.skipIf(!canSandbox)('test-derived reproductions and tiers', () => {
       code: 'INVALID_ARGUMENT',
     });
     expect(() => expertPolicy(tasks[0] as never, { style: 'fast' as never })).toThrow(/style/);
+  }, 180_000);
+
+  it('warmStart.foreignFormat: that share of the demonstrations, chosen by seed, write ```bash fences over the same observations; this scaffold refuses them', async () => {
+    const tasks = await generateMiniSweTasks({ count: 2, seed: 3, difficulty: 0, kinds: ['misspelled-name'] });
+    const demoTasks = [0, 1, 0, 1, 0].map((i) => tasks[i] as (typeof tasks)[number]);
+    const config = (foreignFormat: number) =>
+      resolveConfig({ warmStart: { style: 'direct', noise: 0, foreignFormat } }, 'smoke');
+    const quiet = { log() {} };
+    const plain = await expertDemos(demoTasks, config(0), quiet);
+    const mixed = await expertDemos(demoTasks, config(0.4), quiet);
+    const again = await expertDemos(demoTasks, config(0.4), quiet);
+    const isForeign = (d: (typeof plain)[number]) =>
+      d.messages.some((m) => m.role === 'assistant' && m.content.includes('```bash\n'));
+    expect(plain.filter(isForeign)).toHaveLength(0);
+    const foreign = mixed.map(isForeign);
+    expect(foreign.filter(Boolean)).toHaveLength(2); // round(0.4 * 5)
+    expect(again.map(isForeign)).toEqual(foreign); // by seed
+    mixed.forEach((d, i) => {
+      const p = plain[i] as (typeof plain)[number];
+      expect(d.messages.map((m) => m.role)).toEqual(p.messages.map((m) => m.role));
+      d.messages.forEach((m, j) => {
+        const q = p.messages[j] as (typeof p.messages)[number];
+        if (m.role !== 'assistant' || !foreign[i]) return expect(m.content).toBe(q.content);
+        expect(m.content).toBe(q.content.replaceAll('```command\n', '```bash\n'));
+        expect(parseAction(m.content)).toEqual({ kind: 'error', error: 'cannot extract command' });
+        expect(parseAction(q.content).kind).toBe('command');
+      });
+    });
+    expect(inForeignFormat(plain[0] as (typeof plain)[number]).turns).toEqual(plain[0]?.turns);
+    expect(() => resolveConfig({ warmStart: { foreignFormat: 1.5 } })).toThrow(/warmStart\.foreignFormat/);
   }, 180_000);
 
   it("issue 'error': the statement is the error alone, the same bugs and fixes; the direct expert solves it", async () => {
