@@ -88,7 +88,7 @@ const toyTask: SweTask = {
   FAIL_TO_PASS: ['x'],
   PASS_TO_PASS: [],
   files: {
-    'src/a.js': Array.from({ length: 150 }, (_, i) => `const v${i + 1} = ${i + 1};`).join('\n') + '\n',
+    'src/a.js': `${Array.from({ length: 150 }, (_, i) => `const v${i + 1} = ${i + 1};`).join('\n')}\n`,
     'README.md': 'toy\n',
   },
 };

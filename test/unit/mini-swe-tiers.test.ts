@@ -8,9 +8,9 @@ import { CATALOGUE } from '../../src/env/mini-swe/catalogue.js';
 import { lineMutations, nameSlips, renameLocals, testScripts } from '../../src/env/mini-swe/mutate.js';
 import {
   evaluatePatch,
+  expertDemos,
   expertPolicy,
   generateMiniSweTasks,
-  expertDemos,
   inForeignFormat,
   isolationAvailable,
   LocalSandbox,
@@ -218,7 +218,10 @@ describe.skipIf(!canSandbox)('test-derived reproductions and tiers', () => {
       expect(d.messages.map((m) => m.role)).toEqual(p.messages.map((m) => m.role));
       d.messages.forEach((m, j) => {
         const q = p.messages[j] as (typeof p.messages)[number];
-        if (m.role !== 'assistant' || !foreign[i]) return expect(m.content).toBe(q.content);
+        if (m.role !== 'assistant' || !foreign[i]) {
+          expect(m.content).toBe(q.content);
+          return;
+        }
         expect(m.content).toBe(q.content.replaceAll('```command\n', '```bash\n'));
         expect(parseAction(m.content)).toEqual({ kind: 'error', error: 'cannot extract command' });
         expect(parseAction(q.content).kind).toBe('command');

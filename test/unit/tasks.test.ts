@@ -143,7 +143,7 @@ describe("the paper's patch filter", () => {
     const kept = filterTasksByPatch([
       mk('seven', diff(7, 1)),
       mk('eight', diff(8, 1)),
-      mk('499', diff(1, 249) + '+x\n'),
+      mk('499', `${diff(1, 249)}+x\n`),
       mk('500', diff(1, 250)),
     ]);
     expect(kept.map((t) => t.instance_id)).toEqual(['seven', '499']);
