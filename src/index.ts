@@ -72,6 +72,7 @@ export {
 } from './pipeline/config.js';
 export { type RunOptions, type RunSummary, runPipeline, type StageSummary } from './pipeline/run.js';
 export {
+  bugWords,
   copyPretrain,
   type DapoExtras,
   dapoIteration,
@@ -86,6 +87,7 @@ export {
   type StageHooks,
   sftEpochs,
   shuffled,
+  tokenizerCorpus,
 } from './pipeline/stages.js';
 export { conversationTokens, deltaText, promptText } from './rollout/chatml.js';
 export {

@@ -115,6 +115,12 @@ export interface PipelineConfig {
      */
     refillRounds: number;
     filterOverlong: boolean;
+    /**
+     * Whether turns with a format error carry no gradient in RL (true, the default, as in RFT);
+     * false trains them with their episode's advantage, so that a failed episode's malformed turns
+     * are pushed down too (the paper does not say which it did).
+     */
+    maskFormatErrors: boolean;
     /** Weight of the k3 KL penalty to a frozen reference (the policy where DAPO starts); 0 = off. */
     klCoef: number;
     entropyCoef: number;
@@ -173,6 +179,7 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
     dropZeroAdvantage: true,
     refillRounds: 0,
     filterOverlong: false,
+    maskFormatErrors: true,
     klCoef: 0,
     entropyCoef: 0,
     temperature: 1,
@@ -455,6 +462,7 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
       dropZeroAdvantage: 'bool',
       refillRounds: 'int0',
       filterOverlong: 'bool',
+      maskFormatErrors: 'bool',
       klCoef: 'num0',
       entropyCoef: 'num0',
       temperature: 'num+',

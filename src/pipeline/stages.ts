@@ -96,14 +96,37 @@ export function inForeignFormat(t: Trajectory): Trajectory {
 
 /**
  * The embedded tokenizer's training text: the run's system prompt, the issues of the tasks
- * demonstrated, and every message of the demonstrations.
+ * demonstrated, and every message of the demonstrations, less the words the tasks' bugs
+ * introduced ({@link bugWords}). A demonstration repeats its bug's misspelled name four or five
+ * times, so BPE would make each demonstrated misspelling a word of its own (`rates`), while a
+ * held-out task's misspelling, never seen, splits into pieces (`offset` `s`): the model would
+ * learn to copy and fix one-token names and meet multi-token ones. Without them a demonstrated
+ * misspelling splits as a held-out one does, as a real tokenizer has not seen a repository's typos.
  */
 export function tokenizerCorpus(c: PipelineConfig, tasks: SweTask[], demos: Trajectory[]): string[] {
+  const typos = new Set(tasks.flatMap((t) => bugWords(t.patch)));
+  const scrub = (text: string) => text.replace(/[A-Za-z_$][\w$]*/g, (w) => (typos.has(w) ? '' : w));
   return [
     systemPrompt(promptStyleOf(c)),
-    ...tasks.map((t) => t.problem_statement),
-    ...demos.flatMap((d) => d.messages.map((m) => m.content)),
+    ...tasks.map((t) => scrub(t.problem_statement)),
+    ...demos.flatMap((d) => d.messages.map((m) => scrub(m.content))),
   ];
+}
+
+/**
+ * The words a gold patch removes and does not write back: the names a bug introduced (a
+ * misspelling's slip), none for a bug that only changes an operator or a number.
+ */
+export function bugWords(patch: string): string[] {
+  const words = (sign: string) =>
+    new Set(
+      patch
+        .split('\n')
+        .filter((l) => l.startsWith(sign) && !l.startsWith(sign.repeat(3)))
+        .flatMap((l) => l.slice(1).match(/[A-Za-z_$][\w$]*/g) ?? []),
+    );
+  const added = words('+');
+  return [...words('-')].filter((w) => !added.has(w));
 }
 
 /** A trajectory as a training sample: every response trained except format errors. */
@@ -337,6 +360,7 @@ export async function dapoIteration(
     estimator: c.dapo.estimator,
     dropZeroAdvantage: c.dapo.dropZeroAdvantage,
     filterOverlong: c.dapo.filterOverlong,
+    maskFormatErrors: c.dapo.maskFormatErrors,
   };
   const records: RolloutRecord[] = [];
   const spare = [...(extras.refill ?? [])].filter((t) => !tasks.includes(t));

@@ -16,10 +16,12 @@ const QWEN2_WORD = '[^\\r\\n\\p{L}\\p{N}]?\\p{L}+';
 /** The 'identifiers' word: a run of letters alone. */
 const IDENTIFIER_WORD = '\\p{L}+';
 /**
- * The 'stems' word: a run of letters alone, a final `s` cut off as a word of its own (the lazy
- * run stops before an `s` that ends the run; the `s` then matches alone).
+ * The 'stems' word: a run of letters alone, its final `s` cut off as a word of its own when at
+ * least two letters come before it and the last of them is not `s`, `i` or `u` (the lazy run
+ * stops before an `s` that ends the run; the `s` then matches alone). So `offsets` → `offset`
+ * `s` and `pos` → `po` `s`, while `is`, `js`, `pass`, `this` and `status` stay whole.
  */
-const STEM_WORD = '\\p{L}+?(?=s(?!\\p{L}))|\\p{L}+';
+const STEM_WORD = '\\p{L}{2,}?(?<![siu])(?=s(?!\\p{L}))|\\p{L}+';
 
 /** Qwen2's split pattern (tokenizer.json's Split pre-tokenizer), written for JavaScript. */
 export const QWEN2_SPLIT_PATTERN = qwen2Like(CONTRACTIONS_JS, QWEN2_WORD);
@@ -38,8 +40,8 @@ export const QWEN2_SPLIT_PATTERN_ONIG = qwen2Like(CONTRACTIONS_ONIG, QWEN2_WORD)
  * 'stems' is 'identifiers' with a run's final `s` a pre-token of its own (`offsets` → `offset`,
  * `s`): a name and its plural then share their tokens, so that a plural slip (`offsets` for
  * `offset`) is a copy less or more one token, for names the model has never seen, where whole-word
- * merges make `offsets` and `offset` unrelated tokens. Words that merely end in `s` split too
- * (`class` → `clas`, `s`).
+ * merges make `offsets` and `offset` unrelated tokens. Short words and words ending in `ss`, `is`
+ * or `us` stay whole (`is`, `js`, `pass`, `this`, `status`).
  */
 export const SPLIT_PATTERNS = {
   qwen2: { js: QWEN2_SPLIT_PATTERN, onig: QWEN2_SPLIT_PATTERN_ONIG },

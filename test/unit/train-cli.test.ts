@@ -56,6 +56,8 @@ describe('node train.js', () => {
       bad({ preset: 'smoke', warmStart: { demoTasks: 6 } }, /warmStart\.demoTasks/); // none left for RL
       bad({ miniSwe: { issue: 'error' }, warmStart: { style: 'thorough' } }, /warmStart\.style/); // needs the script
       bad({ dapo: { klCoef: 'high' } }, /dapo\.klCoef/);
+      bad({ dapo: { maskFormatErrors: 1 } }, /dapo\.maskFormatErrors/);
+      bad({ warmStart: { foreignFormat: -0.1 } }, /warmStart\.foreignFormat/);
       bad({ tokenizer: { split: 'words' } }, /tokenizer\.split/);
       bad('{ not json', /not valid JSON/);
       bad({ preset: 'nope' }, /preset/);
