@@ -68,7 +68,7 @@ describe('node train.js', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }, 120_000); // about 30 node processes: 20-30 s alone, 70 s on a busy machine
 
   it.skipIf(!canSandbox)(
     'smoke: killed after the base evaluation and again mid-DAPO, --resume finishes without losing or repeating a phase',
