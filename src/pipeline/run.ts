@@ -11,7 +11,7 @@
  * counts of the current DAPO stage, so a resumed DAPO continues its moments and its stage filter.
  */
 import { createHash } from 'node:crypto';
-import { appendFile, mkdir, readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, readdir, readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { Engine } from '../engine/engine.js';
 import { RemoteEngine } from '../engine/remote.js';
@@ -287,13 +287,17 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
       await tokenizer.save(tmp);
       if (optimizer) await optimizer.save(join(tmp, 'optimizer.safetensors'));
     });
-    const previous = state.checkpoint;
     state.checkpoint = dir;
     state.elapsedSeconds = elapsed();
     await written; // the phase's metrics are on disk before the state says it is done
     state.metricsBytes = metricsBytes;
     await writeAtomic(statePath, `${JSON.stringify(state, null, 2)}\n`);
-    if (previous && previous !== dir) await rm(previous, { recursive: true, force: true });
+    // Every other checkpoint goes (the KL reference stays), not only the previous one: a run
+    // killed between the state write and this removal leaves its previous checkpoint behind, and
+    // the resumed run must not keep it.
+    const root = join(o.out, 'checkpoints');
+    for (const entry of await readdir(root))
+      if (entry !== name && entry !== 'reference') await rm(join(root, entry), { recursive: true, force: true });
   }
 
   const recordEval = async (phase: string, r: EvalResult) => {
