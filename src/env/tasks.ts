@@ -148,16 +148,22 @@ export function checkTask(value: unknown, where = 'task'): SweTask {
   return task;
 }
 
+/** The added and removed lines of a unified diff, without their `+`/`-` (file headers skipped). */
+export function diffLines(patch: string): { added: string[]; removed: string[] } {
+  const added: string[] = [];
+  const removed: string[] = [];
+  for (const line of patch.split('\n')) {
+    if (line.startsWith('+') && !line.startsWith('+++')) added.push(line.slice(1));
+    else if (line.startsWith('-') && !line.startsWith('---')) removed.push(line.slice(1));
+  }
+  return { added, removed };
+}
+
 /** Files and changed lines (added + removed) of a unified diff. */
 export function patchSize(patch: string): { files: number; changedLines: number } {
-  let files = 0;
-  let changed = 0;
-  for (const line of patch.split('\n')) {
-    if (line.startsWith('diff --git ')) files++;
-    else if ((line.startsWith('+') && !line.startsWith('+++')) || (line.startsWith('-') && !line.startsWith('---')))
-      changed++;
-  }
-  return { files, changedLines: changed };
+  const files = patch.split('\n').filter((line) => line.startsWith('diff --git ')).length;
+  const { added, removed } = diffLines(patch);
+  return { files, changedLines: added.length + removed.length };
 }
 
 /** The paper's static filter: the gold patch touches at most maxFiles files and changes fewer than maxLines lines. */

@@ -13,7 +13,7 @@ import { systemPrompt } from '../agent/scaffold.js';
 import type { Engine } from '../engine/engine.js';
 import type { RemoteEngine } from '../engine/remote.js';
 import { expertPolicy } from '../env/mini-swe/expert.js';
-import type { SweTask } from '../env/tasks.js';
+import { diffLines, type SweTask } from '../env/tasks.js';
 import { invalidArgument } from '../errors.js';
 import type { Model } from '../model/model.js';
 import { mulberry32 } from '../random.js';
@@ -105,7 +105,7 @@ export function inForeignFormat(t: Trajectory): Trajectory {
  */
 export function tokenizerCorpus(c: PipelineConfig, tasks: SweTask[], demos: Trajectory[]): string[] {
   const typos = new Set(tasks.flatMap((t) => bugWords(t.patch)));
-  const scrub = (text: string) => text.replace(/[A-Za-z_$][\w$]*/g, (w) => (typos.has(w) ? '' : w));
+  const scrub = (text: string) => text.replace(JS_WORD, (w) => (typos.has(w) ? '' : w));
   return [
     systemPrompt(promptStyleOf(c)),
     ...tasks.map((t) => scrub(t.problem_statement)),
@@ -118,16 +118,14 @@ export function tokenizerCorpus(c: PipelineConfig, tasks: SweTask[], demos: Traj
  * misspelling's slip), none for a bug that only changes an operator or a number.
  */
 export function bugWords(patch: string): string[] {
-  const words = (sign: string) =>
-    new Set(
-      patch
-        .split('\n')
-        .filter((l) => l.startsWith(sign) && !l.startsWith(sign.repeat(3)))
-        .flatMap((l) => l.slice(1).match(/[A-Za-z_$][\w$]*/g) ?? []),
-    );
-  const added = words('+');
-  return [...words('-')].filter((w) => !added.has(w));
+  const { added, removed } = diffLines(patch);
+  const words = (lines: string[]) => new Set(lines.flatMap((l) => l.match(JS_WORD) ?? []));
+  const restored = words(added);
+  return [...words(removed)].filter((w) => !restored.has(w));
 }
+
+/** A JavaScript identifier (ASCII), as a global pattern. */
+const JS_WORD = /[A-Za-z_$][\w$]*/g;
 
 /** A trajectory as a training sample: every response trained except format errors. */
 export function demoSample(t: Trajectory, tokenizer: Tokenizer): TrainSample {
