@@ -69,6 +69,12 @@ export interface PipelineConfig {
      * turns masked, and RL then remove. In this scaffold such a fence is a format error.
      */
     foreignFormat: number;
+    /**
+     * Name augmentation (withFreshNames): each epoch, every misspelled-name demonstration gets
+     * another slip and right name from the generator's pool, through issue, observations and
+     * commands, so that the warm start teaches reading the name in the error, not remembering it.
+     */
+    freshNames: boolean;
     /** Induction pretraining steps (copyPretrain) before the demonstrations; 0 = none. */
     copySteps: number;
     /**
@@ -157,6 +163,7 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
     noise: 0.3,
     style: 'thorough',
     foreignFormat: 0,
+    freshNames: false,
     copySteps: 0,
     demoTasks: 0,
     epochs: 2,
@@ -219,6 +226,7 @@ export const PRESETS: Record<string, PipelineConfig> = {
       noise: 0.2,
       style: 'direct',
       foreignFormat: 0,
+      freshNames: false,
       copySteps: 1500,
       demoTasks: 32,
       epochs: 30,
@@ -244,6 +252,7 @@ export const PRESETS: Record<string, PipelineConfig> = {
       noise: 0.3,
       style: 'thorough',
       foreignFormat: 0,
+      freshNames: false,
       copySteps: 0,
       demoTasks: 0,
       epochs: 1,
@@ -410,6 +419,7 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
       noise: 'unit',
       style: ['thorough', 'direct'],
       foreignFormat: 'unit',
+      freshNames: 'bool',
       copySteps: 'int0',
       demoTasks: 'int0',
       epochs: 'int0',

@@ -16,15 +16,18 @@ import { basename, join } from 'node:path';
 import { Engine } from '../engine/engine.js';
 import { RemoteEngine } from '../engine/remote.js';
 import { generateMiniSweTasks } from '../env/mini-swe/generate.js';
+import { NAME_POOL } from '../env/mini-swe/mutate.js';
 import { loadTasks, type SweTask } from '../env/tasks.js';
 import { SwerlError } from '../errors.js';
 import type { HfModelConfig } from '../model/config.js';
 import { Model } from '../model/model.js';
 import { EMBEDDED_MODEL_CONFIG } from '../model/presets.js';
 import { fileExists } from '../model/safetensors.js';
+import { mulberry32 } from '../random.js';
 import { Tokenizer } from '../tokenizer/tokenizer.js';
 import { AdamW } from '../train/adamw.js';
 import { type PipelineConfig, rlFilterWarnings } from './config.js';
+import { withFreshNames } from './fresh-names.js';
 import { writeReport } from './report.js';
 import {
   copyPretrain,
@@ -260,7 +263,12 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
       );
     }
     if (c.warmStart.enabled && c.warmStart.epochs > 0) {
-      const samples = demos.map((d) => demoSample(d, tokenizer));
+      // With freshNames, epoch e's demonstrations carry names drawn by a seeded stream of their own.
+      const samples = (e: number) => {
+        if (!c.warmStart.freshNames) return demos.map((d) => demoSample(d, tokenizer));
+        const rng = mulberry32(c.seed * 104729 + e);
+        return demos.map((d) => demoSample(withFreshNames(d, NAME_POOL, rng), tokenizer));
+      };
       const steps = await sftEpochs(
         { model, tokenizer } as Policy,
         samples,

@@ -178,14 +178,19 @@ export async function copyPretrain(
   return out;
 }
 
-/** SFT epochs over samples (shuffled per epoch), one optimizer step per batch. */
+/**
+ * SFT epochs over samples (shuffled per epoch), one optimizer step per batch. `samples` may be a
+ * function of the epoch (the same number each epoch), for data that is augmented afresh per epoch.
+ */
 export async function sftEpochs(
   p: Policy,
-  samples: TrainSample[],
+  samplesOf: TrainSample[] | ((epoch: number) => TrainSample[]),
   o: { epochs: number; batchSize: number; lr: number; warmupRatio: number; seed: number; stage: string },
   hooks: StageHooks,
 ): Promise<StepMetrics[]> {
-  const steps = Math.ceil(samples.length / o.batchSize) * o.epochs;
+  const epochSamples = typeof samplesOf === 'function' ? samplesOf : () => samplesOf;
+  const first = epochSamples(0);
+  const steps = Math.ceil(first.length / o.batchSize) * o.epochs;
   if (steps === 0) return [];
   const opt = new AdamW(p.model, {
     lr:
@@ -201,7 +206,7 @@ export async function sftEpochs(
   const trainer = new Trainer(p.model, { optimizer: opt });
   const out: StepMetrics[] = [];
   for (let e = 0; e < o.epochs; e++) {
-    const order = shuffled(samples, o.seed + e);
+    const order = shuffled(e === 0 ? first : epochSamples(e), o.seed + e);
     for (let b = 0; b < order.length; b += o.batchSize) {
       const m = await trainer.sftStep(order.slice(b, b + o.batchSize));
       out.push(m);

@@ -190,7 +190,8 @@ export function testScripts(testSource: string): Map<string, string> {
   return out;
 }
 
-const NAME_POOL = (
+/** The ordinary local names {@link renameLocals} draws from. */
+export const NAME_POOL: readonly string[] = (
   'amount count index limit offset value result entry item items list total sum size width height ' +
   'start end first last next prev step delta span gap low high min max mid left right head tail ' +
   'key keys code label text word words line lines part parts chunk piece token pos rank score ' +

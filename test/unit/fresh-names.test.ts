@@ -1,0 +1,112 @@
+/**
+ * Name augmentation (withFreshNames): a demonstration with its slip and right name swapped is the
+ * demonstration the environment gives for the task with those names swapped, observation for
+ * observation, and its patch resolves that task. Runs real episodes in real sandboxes.
+ */
+import { describe, expect, it } from 'vitest';
+import { runEpisode } from '../../src/agent/episode.js';
+import { evaluatePatch } from '../../src/env/evaluate.js';
+import { expertPolicy } from '../../src/env/mini-swe/expert.js';
+import { generateMiniSweTasks } from '../../src/env/mini-swe/generate.js';
+import { NAME_POOL } from '../../src/env/mini-swe/mutate.js';
+import type { SweTask } from '../../src/env/tasks.js';
+import { resolveConfig } from '../../src/pipeline/config.js';
+import { slipPair, withFreshNames } from '../../src/pipeline/fresh-names.js';
+import { mulberry32 } from '../../src/random.js';
+
+const words = (s: string) => s.match(/[A-Za-z_$][\w$]*/g) ?? [];
+const swapWords = (s: string, map: Map<string, string>) => s.replace(/[A-Za-z_$][\w$]*/g, (w) => map.get(w) ?? w);
+
+describe('withFreshNames', () => {
+  it('slipPair reads a one-name plural slip from a patch, and nothing else', () => {
+    const diff = (a: string, b: string) => `--- a/src/x.js\n+++ b/src/x.js\n@@ -1 +1 @@\n-${a}\n+${b}\n`;
+    expect(slipPair(diff('return rates * 2;', 'return rate * 2;'))).toEqual({ slip: 'rates', right: 'rate' });
+    expect(slipPair(diff('for (const x of item) n++;', 'for (const x of items) n++;'))).toEqual({
+      slip: 'item',
+      right: 'items',
+    });
+    expect(slipPair(diff('a = rates + rates;', 'a = rate + rate;'))).toEqual({ slip: 'rates', right: 'rate' });
+    expect(slipPair(diff('return a < b;', 'return a <= b;'))).toBeNull(); // an operator
+    expect(slipPair(diff('return rats;', 'return rate;'))).toBeNull(); // not a plural slip
+    expect(slipPair(diff('return rates + ups;', 'return rate + up;'))).toBeNull(); // two names
+    expect(slipPair('')).toBeNull();
+  });
+
+  it('the swapped demonstration is the one the environment gives for the swapped task, and resolves it', async () => {
+    const tasks = await generateMiniSweTasks({
+      count: 3,
+      seed: 5,
+      difficulty: 0,
+      kinds: ['misspelled-name'],
+      renameLocals: true,
+      issue: 'error',
+    });
+    let swapped = 0;
+    for (const [i, task] of tasks.entries()) {
+      const demo = await runEpisode({
+        task,
+        policy: expertPolicy(task, { style: 'direct', noise: 0.5, seed: i }),
+        prompt: 'compact',
+      });
+      const files = task.files as Record<string, string>;
+      // Names the task's files do not use, so the swapped task is the same program.
+      const inFiles = new Set(Object.values(files).flatMap(words));
+      const pool = NAME_POOL.filter((w) => !inFiles.has(w) && !inFiles.has(`${w}s`));
+      const fresh = withFreshNames(demo, pool, mulberry32(100 + i));
+      const before = slipPair(demo.patch);
+      const after = slipPair(fresh.patch);
+      expect(before).not.toBeNull();
+      expect(after).not.toBeNull();
+      if (!before || !after) continue;
+      expect(after.slip).not.toBe(before.slip);
+      expect(after.slip === `${after.right}s`).toBe(before.slip === `${before.right}s`);
+      expect(fresh.messages[0]).toEqual(demo.messages[0]); // the system prompt
+      swapped++;
+      // The swapped task: every file, the issue and the patch with the two names swapped.
+      const map = new Map([
+        [before.slip, after.slip],
+        [before.right, after.right],
+      ]);
+      const twin: SweTask = {
+        ...task,
+        problem_statement: swapWords(task.problem_statement, map),
+        patch: swapWords(task.patch, map),
+        files: Object.fromEntries(Object.entries(files).map(([f, s]) => [f, swapWords(s, map)])),
+      };
+      // Replaying the swapped demonstration's actions there gives back its every observation.
+      const actions = fresh.messages.filter((m) => m.role === 'assistant').map((m) => m.content);
+      let next = 0;
+      const replay = await runEpisode({
+        task: twin,
+        policy: async () => actions[next++] ?? 'submit',
+        prompt: 'compact',
+      });
+      expect(replay.messages).toEqual(fresh.messages);
+      expect(replay.turns.map((t) => t.formatError)).toEqual(fresh.turns.map((t) => t.formatError));
+      expect(replay.turns.map((t) => t.observation)).toEqual(fresh.turns.map((t) => t.observation));
+      expect((await evaluatePatch(twin, replay.patch)).resolved).toBe(true);
+      // And the original still fails there: the demonstration really is about the new names.
+      expect((await evaluatePatch(twin, demo.patch)).resolved).toBe(false);
+    }
+    expect(swapped).toBe(tasks.length);
+  }, 180_000);
+
+  it('a patch that is not a name slip, or a pool with no fitting name, leaves the demonstration as it is', () => {
+    const demo = {
+      instance_id: 'x',
+      messages: [{ role: 'user' as const, content: 'ReferenceError: rates is not defined' }],
+      turns: [],
+      patch: '--- a/src/x.js\n+++ b/src/x.js\n@@ -1 +1 @@\n-return rates;\n+return rate;\n',
+      finishReason: 'submit' as const,
+    };
+    expect(withFreshNames({ ...demo, patch: '' }, NAME_POOL, mulberry32(1))).toEqual({ ...demo, patch: '' });
+    expect(withFreshNames(demo, ['keys', 'rate'], mulberry32(1))).toBe(demo); // only plurals, or taken
+    const fresh = withFreshNames(demo, ['keys', 'rate', 'offset'], mulberry32(1));
+    expect(fresh.messages[0]?.content).toBe('ReferenceError: offsets is not defined');
+  });
+
+  it('warmStart.freshNames is validated', () => {
+    expect(resolveConfig({ warmStart: { freshNames: true } }).warmStart.freshNames).toBe(true);
+    expect(() => resolveConfig({ warmStart: { freshNames: 'yes' } })).toThrow(/warmStart\.freshNames/);
+  });
+});
