@@ -39,6 +39,7 @@ export { type EvaluateOptions, type Evaluation, evaluatePatch, runAllTests, sweB
 export { closeEvaluationPool, type EvaluationJob, evaluatePatches } from './env/evaluate-pool.js';
 export { expertPolicy, taskBug } from './env/mini-swe/expert.js';
 export { BUG_KINDS, bugSplit, generateMiniSweTasks, type MiniSweOptions } from './env/mini-swe/generate.js';
+export { NAME_POOL } from './env/mini-swe/mutate.js';
 export { type ExecResult, isolationAvailable, LocalSandbox, type SandboxOptions } from './env/sandbox.js';
 export type { Sandbox } from './env/sandbox-api.js';
 export { type ScreenVerdict, screenTask, screenTasks } from './env/screen.js';
@@ -70,6 +71,7 @@ export {
   promptStyleOf,
   resolveConfig,
 } from './pipeline/config.js';
+export { slipPair, withFreshNames } from './pipeline/fresh-names.js';
 export { type RunOptions, type RunSummary, runPipeline, type StageSummary } from './pipeline/run.js';
 export {
   bugWords,

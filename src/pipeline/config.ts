@@ -204,7 +204,11 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
  * alone, every task with its own local names (renameLocals, so a name must be read, not
  * recalled), the direct expert, a 0.9 M-parameter model with copy pretraining and the
  * 'identifiers' tokenizer, the compact prompt, demonstrations from half the training tasks and
- * RL on the other half.
+ * RL on the other half. The warm start swaps every demonstration's names afresh each epoch
+ * (freshNames), so the base copies the name in the error; half of the demonstrations write
+ * another scaffold's fences (foreignFormat 0.5), so that, like the paper's base model, it fails
+ * mostly on format errors, per episode at random, which RFT and DAPO learn away from the reward.
+ * DAPO samples 8 per task, so that few groups are flat, with format-error turns trained.
  */
 export const PRESETS: Record<string, PipelineConfig> = {
   default: {
@@ -219,26 +223,28 @@ export const PRESETS: Record<string, PipelineConfig> = {
       issue: 'error',
     },
     embeddedModel: { hiddenSize: 128, layers: 4, heads: 4, kvHeads: 2, intermediateSize: 384 },
-    episode: { ...BASE.episode, maxTurns: 8, maxTokensPerTurn: 96, maxContextTokens: 3072 },
+    episode: { ...BASE.episode, maxTurns: 7, maxTokensPerTurn: 96, maxContextTokens: 3072, concurrency: 32 },
     warmStart: {
       enabled: true,
       demos: 96,
       noise: 0.2,
       style: 'direct',
-      foreignFormat: 0,
-      freshNames: false,
+      foreignFormat: 0.5,
+      freshNames: true,
       copySteps: 1500,
       demoTasks: 32,
       epochs: 30,
       lr: 1e-3,
       batchSize: 4,
     },
-    eval: { k: 4 },
-    rft: { ...structuredClone(BASE.rft), epochs: 2, lr: 2e-4, batchSize: 4 },
+    eval: { k: 3 },
+    rft: { ...structuredClone(BASE.rft), samplesPerTask: 3, epochs: 2, lr: 2e-4, batchSize: 4 },
     dapo: {
       ...structuredClone(BASE.dapo),
       lr: 1e-4,
-      stages: [{ iterations: 6, maxTurns: 8, maxContextTokens: 3072, tasksPerIteration: 8 }],
+      samplesPerTask: 8,
+      maskFormatErrors: false,
+      stages: [{ iterations: 8, maxTurns: 7, maxContextTokens: 3072, tasksPerIteration: 4 }],
     },
   },
   smoke: {
