@@ -148,6 +148,9 @@ export function checkTask(value: unknown, where = 'task'): SweTask {
   return task;
 }
 
+/** A JavaScript identifier (ASCII), as a global pattern (for `match` and `replace`). */
+export const JS_WORD = /[A-Za-z_$][\w$]*/g;
+
 /** The added and removed lines of a unified diff, without their `+`/`-` (file headers skipped). */
 export function diffLines(patch: string): { added: string[]; removed: string[] } {
   const added: string[] = [];

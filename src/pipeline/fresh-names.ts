@@ -10,16 +10,14 @@
  */
 import type { Trajectory } from '../agent/episode.js';
 import type { AgentMessage } from '../agent/scaffold.js';
-import { diffLines } from '../env/tasks.js';
-
-const WORD = /[A-Za-z_$][\w$]*/g;
+import { diffLines, JS_WORD } from '../env/tasks.js';
 
 /** The slip and the right name of a one-name fix (`offsets` -> `offset`), or null for any other patch. */
 export function slipPair(patch: string): { slip: string; right: string } | null {
   const { added, removed } = diffLines(patch);
   if (added.length !== 1 || removed.length !== 1) return null;
-  const a = (added[0] as string).match(WORD) ?? [];
-  const r = (removed[0] as string).match(WORD) ?? [];
+  const a = (added[0] as string).match(JS_WORD) ?? [];
+  const r = (removed[0] as string).match(JS_WORD) ?? [];
   if (a.length !== r.length) return null;
   const diffs = a.map((w, i) => [r[i] as string, w] as const).filter(([x, y]) => x !== y);
   if (diffs.length === 0) return null;
@@ -32,7 +30,7 @@ export function slipPair(patch: string): { slip: string; right: string } | null 
 
 /** Replaces whole words by `map` (identifier boundaries: `rate` is not replaced inside `rates`). */
 function replaceWords(text: string, map: Map<string, string>): string {
-  return text.replace(WORD, (w) => map.get(w) ?? w);
+  return text.replace(JS_WORD, (w) => map.get(w) ?? w);
 }
 
 /**
@@ -53,7 +51,7 @@ function replaceInCode(text: string, map: Map<string, string>): string {
 export function withFreshNames(t: Trajectory, pool: readonly string[], rng: () => number): Trajectory {
   const pair = slipPair(t.patch);
   if (pair === null) return t;
-  const seen = new Set(t.messages.flatMap((m) => m.content.match(WORD) ?? []));
+  const seen = new Set(t.messages.flatMap((m) => m.content.match(JS_WORD) ?? []));
   const dropsS = pair.right === `${pair.slip}s`; // `items` written `item`
   const fits = pool.filter((w) => {
     const slip = dropsS ? w.slice(0, -1) : `${w}s`;

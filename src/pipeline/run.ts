@@ -264,8 +264,9 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     }
     if (c.warmStart.enabled && c.warmStart.epochs > 0) {
       // With freshNames, epoch e's demonstrations carry names drawn by a seeded stream of their own.
+      const plain = c.warmStart.freshNames ? null : demos.map((d) => demoSample(d, tokenizer));
       const samples = (e: number) => {
-        if (!c.warmStart.freshNames) return demos.map((d) => demoSample(d, tokenizer));
+        if (plain) return plain;
         const rng = mulberry32(c.seed * 104729 + e);
         return demos.map((d) => demoSample(withFreshNames(d, NAME_POOL, rng), tokenizer));
       };

@@ -13,7 +13,7 @@ import { systemPrompt } from '../agent/scaffold.js';
 import type { Engine } from '../engine/engine.js';
 import type { RemoteEngine } from '../engine/remote.js';
 import { expertPolicy } from '../env/mini-swe/expert.js';
-import { diffLines, type SweTask } from '../env/tasks.js';
+import { diffLines, JS_WORD, type SweTask } from '../env/tasks.js';
 import { invalidArgument } from '../errors.js';
 import type { Model } from '../model/model.js';
 import { mulberry32 } from '../random.js';
@@ -123,9 +123,6 @@ export function bugWords(patch: string): string[] {
   const restored = words(added);
   return [...words(removed)].filter((w) => !restored.has(w));
 }
-
-/** A JavaScript identifier (ASCII), as a global pattern. */
-const JS_WORD = /[A-Za-z_$][\w$]*/g;
 
 /** A trajectory as a training sample: every response trained except format errors. */
 export function demoSample(t: Trajectory, tokenizer: Tokenizer): TrainSample {

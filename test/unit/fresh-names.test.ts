@@ -10,8 +10,10 @@ import { expertPolicy } from '../../src/env/mini-swe/expert.js';
 import { generateMiniSweTasks } from '../../src/env/mini-swe/generate.js';
 import { NAME_POOL } from '../../src/env/mini-swe/mutate.js';
 import type { SweTask } from '../../src/env/tasks.js';
+import { EMBEDDED_MODEL_CONFIG, Model, Tokenizer } from '../../src/index.js';
 import { resolveConfig } from '../../src/pipeline/config.js';
 import { slipPair, withFreshNames } from '../../src/pipeline/fresh-names.js';
+import { type Policy, sftEpochs } from '../../src/pipeline/stages.js';
 import { mulberry32 } from '../../src/random.js';
 
 const words = (s: string) => s.match(/[A-Za-z_$][\w$]*/g) ?? [];
@@ -103,6 +105,54 @@ describe('withFreshNames', () => {
     expect(withFreshNames(demo, ['keys', 'rate'], mulberry32(1))).toBe(demo); // only plurals, or taken
     const fresh = withFreshNames(demo, ['keys', 'rate', 'offset'], mulberry32(1));
     expect(fresh.messages[0]?.content).toBe('ReferenceError: offsets is not defined');
+  });
+
+  it('sftEpochs takes the samples as a function of the epoch: asked once per epoch, the same run as the array when it returns the same', async () => {
+    const tokenizer = Tokenizer.train(['the tests fail: rates is not defined; it should be rate'], { vocabSize: 300 });
+    const config = {
+      ...EMBEDDED_MODEL_CONFIG,
+      vocab_size: tokenizer.vocabSize,
+      hidden_size: 32,
+      intermediate_size: 64,
+      num_hidden_layers: 1,
+      num_attention_heads: 2,
+      num_key_value_heads: 1,
+      head_dim: 16,
+    };
+    const samples = ['rates is not defined', 'it should be rate', 'the tests fail'].map((text) => {
+      const tokens = Int32Array.from(tokenizer.encode(text));
+      return { tokens, lossMask: new Uint8Array(tokens.length).fill(1) };
+    });
+    const o = { epochs: 3, batchSize: 2, lr: 1e-2, warmupRatio: 0, seed: 4, stage: 'sft' };
+    const quiet = { log() {} };
+    const asked: number[] = [];
+    const fromFn = await sftEpochs(
+      { model: Model.random(config, 2), tokenizer } as unknown as Policy,
+      (epoch) => {
+        asked.push(epoch);
+        return samples;
+      },
+      o,
+      quiet,
+    );
+    const fromArray = await sftEpochs(
+      { model: Model.random(config, 2), tokenizer } as unknown as Policy,
+      samples,
+      o,
+      quiet,
+    );
+    expect(asked).toEqual([0, 1, 2]);
+    expect(fromFn.length).toBe(6); // ceil(3 / 2) steps per epoch
+    expect(fromFn.map((m) => m.loss)).toEqual(fromArray.map((m) => m.loss));
+    // Other data in a later epoch changes that epoch's steps only.
+    const other = await sftEpochs(
+      { model: Model.random(config, 2), tokenizer } as unknown as Policy,
+      (epoch) => (epoch < 2 ? samples : samples.map((x) => ({ ...x, tokens: x.tokens.slice().reverse() }))),
+      o,
+      quiet,
+    );
+    expect(other.slice(0, 4).map((m) => m.loss)).toEqual(fromArray.slice(0, 4).map((m) => m.loss));
+    expect(other.slice(4).map((m) => m.loss)).not.toEqual(fromArray.slice(4).map((m) => m.loss));
   });
 
   it('warmStart.freshNames is validated', () => {
