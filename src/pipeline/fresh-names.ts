@@ -53,13 +53,13 @@ export function withFreshNames(t: Trajectory, pool: readonly string[], rng: () =
   if (pair === null) return t;
   const seen = new Set(t.messages.flatMap((m) => m.content.match(JS_WORD) ?? []));
   const dropsS = pair.right === `${pair.slip}s`; // `items` written `item`
-  const fits = pool.filter((w) => {
-    const slip = dropsS ? w.slice(0, -1) : `${w}s`;
-    return (dropsS ? w.endsWith('s') && slip.length >= 3 : !w.endsWith('s')) && !seen.has(w) && !seen.has(slip);
-  });
+  const slipOf = (w: string) => (dropsS ? w.slice(0, -1) : `${w}s`);
+  const fits = pool.filter(
+    (w) => (dropsS ? w.endsWith('s') && w.length >= 4 : !w.endsWith('s')) && !seen.has(w) && !seen.has(slipOf(w)),
+  );
   if (fits.length === 0) return t;
   const right = fits[Math.floor(rng() * fits.length)] as string;
-  const slip = dropsS ? right.slice(0, -1) : `${right}s`;
+  const slip = slipOf(right);
   const map = new Map([
     [pair.slip, slip],
     [pair.right, right],
