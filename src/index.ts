@@ -25,6 +25,7 @@ export {
   shellPrompt,
   systemPrompt,
 } from './agent/scaffold.js';
+export { maskTimings, TIME_MASK } from './agent/timings.js';
 export {
   Engine,
   type EngineOptions,

@@ -23,6 +23,7 @@ import {
   shellState,
   truncateObservation,
 } from './scaffold.js';
+import { maskTimings } from './timings.js';
 
 /** A policy: the conversation so far in, the next assistant message out. */
 export type Policy = (messages: AgentMessage[]) => Promise<string>;
@@ -64,6 +65,11 @@ export interface EpisodeOptions {
   prompt?: PromptStyle;
   /** Per-command timeout (default 60 s). */
   commandTimeoutMs?: number;
+  /**
+   * Mask the wall-clock figures test runners print (maskTimings) in observations, so that an
+   * episode is a function of the policy alone (default false: observations as the command wrote them).
+   */
+  maskTimings?: boolean;
   /** Ends the episode (finishReason 'timeout') when aborted: checked before each turn. */
   signal?: AbortSignal;
   /** LocalSandbox options (the default), or `{ kind: 'docker', ...DockerSandboxOptions }`. */
@@ -118,7 +124,8 @@ export async function runEpisode(o: EpisodeOptions): Promise<Trajectory> {
       } else {
         const r = await runCommand(sb, parsed.command, o.commandTimeoutMs ?? 60_000);
         const after = await shellState(sb);
-        const body = truncateObservation(r.output.replace(/\n+$/, ''), maxObs);
+        const output = o.maskTimings ? maskTimings(r.output) : r.output;
+        const body = truncateObservation(output.replace(/\n+$/, ''), maxObs);
         const observation = `${body}${body ? '\n' : ''}${shellPrompt(after.cwd, after.file)}`;
         turns.push({ action, command: parsed.command, formatError: null, observation, exitCode: r.exitCode });
         messages.push({ role: 'user', content: observation });

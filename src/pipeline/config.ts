@@ -38,6 +38,11 @@ export interface PipelineConfig {
   embeddedModel: { hiddenSize: number; layers: number; heads: number; kvHeads: number; intermediateSize: number };
   /** Held-out tasks for evaluation when tasksFile is set: the last `evalTasks` of the file. */
   evalTasks: number;
+  /**
+   * Write every phase's rollout records to `<out>/rollouts/<phase>.msgpack` (readRollouts reads
+   * them back; verl's rollout_data_dir). Default true.
+   */
+  saveRollouts: boolean;
   sandbox: { kind: 'local' | 'docker'; image?: string };
   /** 'remote': an OpenAI-compatible server at `url` serving `model` (evaluation-only runs). */
   engine: { backend: 'local' | 'remote'; url?: string; model?: string; kvBlocks: number; maxBatchTokens: number };
@@ -49,6 +54,11 @@ export interface PipelineConfig {
     episodeTimeoutMs: number;
     concurrency: number;
     maxObservationChars: number;
+    /**
+     * Mask test runners' wall-clock figures (`duration_ms`, pytest's `in 0.12s`) in observations
+     * (maskTimings), so that rollouts are a function of the seed and the weights (default true).
+     */
+    maskTimings: boolean;
     /**
      * The scaffold's prompts: 'paper' (the paper's layout), 'compact' (scaffoldPrompts), or 'auto'
      * (the default): compact for the embedded model trained from scratch, paper for a `modelDir`.
@@ -145,6 +155,7 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
   miniSwe: { trainTasks: 32, testTasks: 12, difficulty: 0, kinds: null, renameLocals: false, issue: 'reproduction' },
   embeddedModel: { hiddenSize: 256, layers: 6, heads: 4, kvHeads: 2, intermediateSize: 768 },
   evalTasks: 12,
+  saveRollouts: true,
   sandbox: { kind: 'local' },
   engine: { backend: 'local', kvBlocks: 8192, maxBatchTokens: 2048 },
   episode: {
@@ -155,6 +166,7 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
     episodeTimeoutMs: 180_000,
     concurrency: 16,
     maxObservationChars: 2000,
+    maskTimings: true,
     prompt: 'auto',
   },
   warmStart: {
@@ -349,7 +361,11 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
   for (const k of sections)
     if (typeof top[k] !== 'object' || top[k] === null || Array.isArray(top[k])) fail(k, 'an object', top[k]);
   const scalars = Object.fromEntries(Object.entries(top).filter(([k]) => !sections.includes(k)));
-  check(scalars, { preset: 'str?', seed: 'int0', modelDir: 'str?', tasksFile: 'str?', evalTasks: 'int+' }, '');
+  check(
+    scalars,
+    { preset: 'str?', seed: 'int0', modelDir: 'str?', tasksFile: 'str?', evalTasks: 'int+', saveRollouts: 'bool' },
+    '',
+  );
   const ms = c.miniSwe as unknown as Record<string, unknown>;
   check(
     { ...ms, kinds: undefined },
@@ -414,6 +430,7 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
       episodeTimeoutMs: 'int+',
       concurrency: 'int+',
       maxObservationChars: 'int+',
+      maskTimings: 'bool',
     },
     'episode.',
   );

@@ -9,6 +9,7 @@
  * the config and the phase, so a resumed run samples what the uninterrupted one would have. DAPO
  * checkpoints also hold AdamW's state (optimizer.safetensors), and state.json the per-task solve
  * counts of the current DAPO stage, so a resumed DAPO continues its moments and its stage filter.
+ * With saveRollouts, each phase's rollout records go to rollouts/<phase>.msgpack.
  */
 import { createHash } from 'node:crypto';
 import { appendFile, mkdir, readdir, readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
@@ -24,6 +25,7 @@ import { Model } from '../model/model.js';
 import { EMBEDDED_MODEL_CONFIG } from '../model/presets.js';
 import { fileExists } from '../model/safetensors.js';
 import { mulberry32 } from '../random.js';
+import { writeRollouts } from '../rollout/record.js';
 import { Tokenizer } from '../tokenizer/tokenizer.js';
 import { AdamW } from '../train/adamw.js';
 import { type PipelineConfig, rlFilterWarnings } from './config.js';
@@ -182,9 +184,13 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
         'CANNOT_RESUME',
       );
     say(`resuming after ${state.done.length} finished phases (${state.done.at(-1) ?? 'none'})`);
+    // A rollout file the kill caught half-written (the killed phase writes it again).
+    for (const f of await readdir(join(o.out, 'rollouts')).catch(() => [] as string[]))
+      if (f.includes('.tmp-')) await rm(join(o.out, 'rollouts', f), { force: true });
   } else {
     state = { configHash: hashConfig(c), done: [], stages: [], elapsedSeconds: 0, checkpoint: null, dapoIterations: 0 };
     await rm(join(o.out, 'metrics.jsonl'), { force: true });
+    await rm(join(o.out, 'rollouts'), { recursive: true, force: true });
     await rm(join(o.out, 'checkpoints', 'reference'), { recursive: true, force: true });
   }
   await writeAtomic(join(o.out, 'config.json'), `${JSON.stringify(c, null, 2)}\n`);
@@ -202,6 +208,15 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
       written = written.then(() => appendFile(metricsPath, line));
     },
     progress: o.progress,
+    // Chained with the metrics, so a phase's records are on disk before the state says it is done.
+    rollouts: c.saveRollouts
+      ? (phase, records) => {
+          written = written.then(async () => {
+            await mkdir(join(o.out, 'rollouts'), { recursive: true });
+            await writeRollouts(join(o.out, 'rollouts', `${phase}.msgpack`), records);
+          });
+        }
+      : undefined,
   };
   const done = (phase: string) => state.done.includes(phase);
   const prior = state.elapsedSeconds; // time spent before a resume

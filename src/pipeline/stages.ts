@@ -39,6 +39,8 @@ export interface StageHooks {
   log: (event: Record<string, unknown>) => void;
   /** A stage's progress: done of total units (episodes or steps), with a label. */
   progress?: (label: string, done: number, total: number) => void;
+  /** A phase's rollout records as they are complete (runPipeline writes them to `rollouts/`). */
+  rollouts?: (phase: string, records: RolloutRecord[]) => void;
 }
 
 /** Deterministic shuffle (mulberry32). */
@@ -68,6 +70,7 @@ export async function expertDemos(tasks: SweTask[], c: PipelineConfig, hooks: St
         prompt: promptStyleOf(c),
         maxObservationChars: c.episode.maxObservationChars,
         commandTimeoutMs: c.episode.commandTimeoutMs,
+        maskTimings: c.episode.maskTimings,
       });
       hooks.progress?.('demonstrations', ++done, tasks.length);
     }
@@ -242,6 +245,7 @@ function rolloutOptions(c: PipelineConfig, limits?: { maxTurns: number; maxConte
     episodeTimeoutMs: c.episode.episodeTimeoutMs,
     concurrency: c.episode.concurrency,
     maxObservationChars: c.episode.maxObservationChars,
+    maskTimings: c.episode.maskTimings,
     prompt: promptStyleOf(c),
     turnPenaltyThreshold: c.dapo.turnPenaltyThreshold,
     sandbox:
@@ -281,6 +285,7 @@ export async function evaluate(
   }
   const n = Math.max(1, tasks.length);
   const r: EvalResult = { pass1: pass1 / n, passK: passK / n, k, tasks: tasks.length, records };
+  hooks.rollouts?.(`eval-${stage}`, records);
   hooks.log({ stage, event: 'eval', pass1: r.pass1, passK: r.passK, k, tasks: tasks.length, ...episodeStats(records) });
   return r;
 }
@@ -319,6 +324,7 @@ export async function rft(
     onRecord: () => hooks.progress?.('rft rollouts', ++done, tasks.length * c.rft.samplesPerTask),
   });
   const rolloutSeconds = (performance.now() - t0) / 1000;
+  hooks.rollouts?.('rft', records);
   const samples = rftSamples(records);
   const stats = { ...episodeStats(records), kept: samples.length, rolloutSeconds };
   hooks.log({ stage: 'rft', event: 'rollouts', ...stats });
@@ -388,6 +394,7 @@ export async function dapoIteration(
     refillRounds++;
   }
   const rolloutSeconds = (performance.now() - t0) / 1000;
+  hooks.rollouts?.(`dapo-${iteration}`, records);
   const generated = records.reduce((a, r) => a + r.assistantMask.reduce((s, x) => s + x, 0), 0);
   if (extras.reference)
     for (const s of batch.samples) s.refLogprobs = await sequenceLogprobs(extras.reference, s.tokens);

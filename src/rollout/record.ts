@@ -4,7 +4,7 @@
  * reward. Rollout files are msgpack streams of these records (msgpackr keeps the typed arrays).
  */
 import { createReadStream } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { rename, writeFile } from 'node:fs/promises';
 import { Packr, UnpackrStream } from 'msgpackr';
 import { SwerlError } from '../errors.js';
 
@@ -45,7 +45,6 @@ const packr = new Packr({ moreTypes: true, useRecords: false });
 export async function writeRollouts(path: string, records: RolloutRecord[]): Promise<void> {
   const tmp = `${path}.tmp-${process.pid}`;
   await writeFile(tmp, Buffer.concat(records.map((r) => packr.pack(r))));
-  const { rename } = await import('node:fs/promises');
   await rename(tmp, path);
 }
 

@@ -48,6 +48,11 @@ export interface RolloutOptions {
   episodeTimeoutMs?: number;
   commandTimeoutMs?: number;
   maxObservationChars?: number;
+  /**
+   * Mask test runners' wall-clock figures in observations (maskTimings; default true), so that a
+   * seed and the weights determine the records, whatever the machine's load.
+   */
+  maskTimings?: boolean;
   /** Episodes in flight (default 16). */
   concurrency?: number;
   sandbox?: EpisodeOptions['sandbox'];
@@ -196,6 +201,7 @@ async function episode(
       sandbox: o.sandbox,
       commandTimeoutMs: o.commandTimeoutMs,
       maxObservationChars: o.maxObservationChars,
+      maskTimings: o.maskTimings ?? true,
       signal: timeout.signal,
       maxContext: p.maxContextTokens,
       // The conversation's size in tokens: what the session holds plus the pending observation.

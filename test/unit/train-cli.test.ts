@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AdamW, isolationAvailable, Model, Tokenizer } from '../../src/index.js';
+import { AdamW, isolationAvailable, Model, readRollouts, Tokenizer } from '../../src/index.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
@@ -169,6 +169,17 @@ describe('node train.js', () => {
         expect(state.dapoStage.pool).toHaveLength(3);
         expect(events.find((e) => e.stage === 'rft' && e.event === 'rollouts')?.episodes).toBe(3);
         expect(state.dapoStage.index).toBe(0);
+        // Every phase's rollouts, once each (the killed phases' were rewritten, not appended).
+        expect(readdirSync(join(run, 'rollouts')).sort()).toEqual(
+          ['dapo-1', 'dapo-2', 'eval-base', 'eval-dapo', 'eval-rft', 'rft'].map((p) => `${p}.msgpack`),
+        );
+        const evalBase = events.find((e) => e.event === 'eval' && e.stage === 'base');
+        expect(await readRollouts(join(run, 'rollouts', 'eval-base.msgpack'))).toHaveLength(evalBase.episodes);
+        for (const e of iterations) {
+          const records = await readRollouts(join(run, 'rollouts', `dapo-${e.iteration}.msgpack`));
+          expect(records).toHaveLength(e.episodes);
+          expect(records.every((r) => r.tokens.length === r.logprobs.length)).toBe(true);
+        }
       } finally {
         rmSync(out, { recursive: true, force: true });
       }
