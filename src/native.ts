@@ -108,7 +108,7 @@ export interface NativeModel {
       rolloutLogprobs?: Float32Array;
       config: NativePolicyLossConfig;
     } | null,
-    options: { recompute: boolean; lossScale: number; chunkTokens: number },
+    options: { recompute: boolean; lossScale: number; chunkTokens: number; gradSlot: number; ownThread: boolean },
   ): Promise<{ loss: number; logprobs: Float32Array; entropy: number; clipFracLow: number; clipFracHigh: number }>;
   optimizerStep(cfg: {
     lr: number;

@@ -5,6 +5,14 @@
 
 namespace swerl {
 
+namespace {
+thread_local bool tInline = false;
+}  // namespace
+
+InlineRuns::InlineRuns(bool on) : previous_(tInline) { tInline = tInline || on; }
+InlineRuns::~InlineRuns() { tInline = previous_; }
+bool InlineRuns::active() { return tInline; }
+
 int configuredThreads() {
   if (const char* env = std::getenv("SWERL_NUM_THREADS")) {
     int n = std::atoi(env);
@@ -64,7 +72,7 @@ void ThreadPool::workerLoop() {
 
 void ThreadPool::run(int numTasks, const std::function<void(int)>& fn) {
   if (numTasks <= 0) return;
-  if (workers_.empty() || numTasks == 1) {
+  if (workers_.empty() || numTasks == 1 || tInline) {
     std::exception_ptr first;
     for (int i = 0; i < numTasks; ++i) {
       try {

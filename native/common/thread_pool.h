@@ -45,6 +45,25 @@ class ThreadPool {
   bool stop_ = false;
 };
 
+/**
+ * While one is alive on a thread, every pool run started on that thread runs inline, its tasks in
+ * order on that thread. Jobs that run side by side (the trainer's sample lanes) use it so that
+ * each keeps one core instead of queueing for the shared pool; results are unchanged, since a
+ * task's output depends only on its index.
+ */
+class InlineRuns {
+ public:
+  explicit InlineRuns(bool on = true);
+  ~InlineRuns();
+  InlineRuns(const InlineRuns&) = delete;
+  InlineRuns& operator=(const InlineRuns&) = delete;
+  /** Whether runs on this thread are inline. */
+  static bool active();
+
+ private:
+  bool previous_;
+};
+
 /** Threads the kernels use: SWERL_NUM_THREADS if set (>= 1), else std::thread::hardware_concurrency(). */
 int configuredThreads();
 

@@ -1,12 +1,15 @@
 // JS binding of the decoder (model/model.h): class NativeModel, wrapped by src/model/model.ts,
 // which validates first. Heavy calls (forward, loading weights) are AsyncWorkers resolving a
 // Promise; while one runs, calls that change the weights throw INVALID_ARGUMENT instead of racing.
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "common/error.h"
+#include "common/thread_pool.h"
 #include "io/safetensors_reader.h"
 #include "model/model.h"
 #include "napi/args.h"
@@ -135,10 +138,45 @@ class LoadWorker : public ModelWorker {
   std::vector<TensorCopy> copies_;
 };
 
-// Gradients and AdamW moments, in the arena's layout, allocated on first use.
+// Gradients and AdamW moments, in the arena's layout, allocated on first use. Gradient slots
+// 1..kGradSlots-1 let backward jobs run at once, each adding into its own buffer; fold() adds
+// them into grad in slot order (so the sum depends on which samples went to which slot, never on
+// timing) before anything reads grad.
+constexpr int kGradSlots = 8;
 struct TrainingBuffers {
   std::vector<float> grad, m, v;
-  int64_t step = 0;  // optimizer steps taken
+  std::vector<std::vector<float>> slots = std::vector<std::vector<float>>(kGradSlots - 1);
+  uint32_t pending = 0;  // bit s: slot s holds gradient not yet folded
+  int64_t step = 0;      // optimizer steps taken
+
+  float* slot(int s) {
+    if (s == 0) return grad.data();
+    std::vector<float>& b = slots[s - 1];
+    if (b.empty()) b.assign(grad.size(), 0.0f);
+    pending |= 1u << s;
+    return b.data();
+  }
+  void fold() {
+    for (int s = 1; s < kGradSlots; ++s) {
+      if (!(pending & (1u << s))) continue;
+      float* g = grad.data();
+      float* b = slots[s - 1].data();
+      parallelFor((grad.size() + 65535) / 65536, 65536, 65536, [&](size_t k) {
+        const size_t end = std::min(grad.size(), (k + 1) * 65536);
+        for (size_t i = k * 65536; i < end; ++i) {
+          g[i] += b[i];
+          b[i] = 0.0f;
+        }
+      });
+    }
+    pending = 0;
+  }
+  void zero() {
+    std::fill(grad.begin(), grad.end(), 0.0f);
+    for (int s = 1; s < kGradSlots; ++s)
+      if (pending & (1u << s)) std::fill(slots[s - 1].begin(), slots[s - 1].end(), 0.0f);
+    pending = 0;
+  }
 };
 
 // The copies of one training call's per-token inputs (the JS arrays may change while it runs).
@@ -146,6 +184,7 @@ struct LossJob {
   std::vector<int32_t> tokens, targets, seqIds;
   std::vector<float> mask, oldLogprobs, advantages, refLogprobs, rolloutLogprobs;
   bool policy = false, recompute = false;
+  bool inlineRuns = false;  // the kernels on this job's thread only (InlineRuns): for side-by-side jobs
   PolicyLossConfig cfg;
   double lossScale = 1;
   size_t chunkTokens = 256;
@@ -154,13 +193,21 @@ struct LossJob {
 class LossWorker : public ModelWorker {
  public:
   LossWorker(Napi::Env env, std::shared_ptr<std::atomic<int>> busy, std::shared_ptr<const Model> model,
-             std::shared_ptr<TrainingBuffers> train, LossJob job, Napi::Float32Array logprobs)
+             std::shared_ptr<TrainingBuffers> train, LossJob job, Napi::Float32Array logprobs,
+             std::shared_ptr<uint32_t> slotsBusy, int slot)
       : ModelWorker(env, std::move(busy)),
         model_(std::move(model)),
         train_(std::move(train)),
         job_(std::move(job)),
         logprobs_(Napi::Persistent(logprobs)),
-        logprobsData_(logprobs.Data()) {}
+        logprobsData_(logprobs.Data()),
+        slotsBusy_(std::move(slotsBusy)),
+        slot_(slot),
+        grad_(train_->slot(slot)) {
+    *slotsBusy_ |= 1u << slot_;
+  }
+  // Destroyed on the JS thread after OnOK/OnError, as the constructor ran: no race on the mask.
+  ~LossWorker() override { *slotsBusy_ &= ~(1u << slot_); }
   void OnOK() override {
     Napi::Object o = Napi::Object::New(Env());
     o.Set("loss", r_.loss);
@@ -190,10 +237,11 @@ class LossWorker : public ModelWorker {
     // The loss checks its inputs before any work is done.
     TokenLoss loss = job_.policy ? TokenLoss(in, job_.cfg) : TokenLoss(T, V, job_.targets.data(), job_.mask.data());
     loss.scaleGradients(job_.lossScale);
+    InlineRuns inlineRuns(job_.inlineRuns);
     TrainState st;
     m.forwardTrain(job_.tokens.data(), T, job_.recompute, st);
     std::vector<float> dHidden(T * H);
-    float* grad = train_->grad.data();
+    float* grad = grad_;
     fusedLmHeadLoss(LmHead{st.hidden.data(), m.arena() + m.layout().lmHead, T, H, V, job_.chunkTokens}, loss,
                     dHidden.data(), grad + m.layout().lmHead, logprobsData_);
     m.backward(st, dHidden.data(), grad);
@@ -205,6 +253,9 @@ class LossWorker : public ModelWorker {
   Napi::Reference<Napi::Float32Array> logprobs_;
   float* logprobsData_;
   PolicyLossResult r_{};
+  std::shared_ptr<uint32_t> slotsBusy_;
+  int slot_;
+  float* grad_;  // the slot's buffer (allocated before the job runs)
 };
 
 class StepWorker : public ModelWorker {
@@ -229,6 +280,7 @@ class StepWorker : public ModelWorker {
   void run() override {
     TrainingBuffers& t = *train_;
     const size_t n = model_->arenaSize();
+    t.fold();
     norm_ = globalNorm(t.grad.data(), n);
     SWERL_CHECK(std::isfinite(norm_), NonFiniteGradient,
                 "the gradient norm is not finite; the step was skipped and the weights are unchanged");
@@ -247,7 +299,7 @@ class StepWorker : public ModelWorker {
       adamwUpdate(model_->arena() + p.offset, t.grad.data() + p.offset, t.m.data() + p.offset, t.v.data() + p.offset,
                   p.size, cfg_, t.step, decay);
     }
-    std::fill(t.grad.begin(), t.grad.end(), 0.0f);
+    t.zero();
     model_->weightsChanged();
   }
   std::shared_ptr<Model> model_;
@@ -498,17 +550,18 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
 
   Napi::Value ZeroGrad(const Napi::CallbackInfo& info) {
     requireIdle(info.Env());
-    TrainingBuffers& t = training();
-    std::fill(t.grad.begin(), t.grad.end(), 0.0f);
+    training().zero();
     return info.Env().Undefined();
   }
 
-  // getGrads(offset, count): a copy of the accumulated gradient.
+  // getGrads(offset, count): a copy of the accumulated gradient (the slots folded in first).
   Napi::Value GetGrads(const Napi::CallbackInfo& info) {
+    requireIdle(info.Env());
     const int64_t offset = argInteger(info, 0, "offset"), count = argInteger(info, 1, "count");
     require(info.Env(), count >= 0, "count must be >= 0");
     const size_t off = checkedRange(info, offset, static_cast<size_t>(count));
     TrainingBuffers& t = training();
+    t.fold();
     Napi::Float32Array out = Napi::Float32Array::New(info.Env(), static_cast<size_t>(count));
     std::copy(t.grad.begin() + off, t.grad.begin() + off + count, out.Data());
     return out;
@@ -527,11 +580,13 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
 
   // lossAndBackward(tokens, targets, mask, policy | null, options): forward, the fused LM-head
   // loss (SFT, or the policy loss with policy = { oldLogprobs, advantages, seqIds?, refLogprobs?,
-  // rolloutLogprobs?, config }), and backward, adding gradients. options: { recompute, lossScale,
-  // chunkTokens }. Promise<{ loss, logprobs, entropy, clipFracLow, clipFracHigh }>.
+  // rolloutLogprobs?, config }), and backward, adding gradients into slot options.gradSlot (0, the
+  // gradient itself, by default). options: { recompute, lossScale, chunkTokens, gradSlot,
+  // ownThread } (ownThread: the kernels run on the job's thread only, not on the shared pool).
+  // Jobs on different slots may run at once; nothing else may run beside them.
+  // Promise<{ loss, logprobs, entropy, clipFracLow, clipFracHigh }>.
   Napi::Value LossAndBackward(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    requireIdle(env);
     Napi::Int32Array tokens = argInt32Array(info, 0, "tokens");
     Napi::Int32Array targets = argInt32Array(info, 1, "targets");
     Napi::Float32Array mask = argFloat32Array(info, 2, "mask");
@@ -566,13 +621,21 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
     require(env, info.Length() > 4 && info[4].IsObject(), "options must be an object");
     Napi::Object o = info[4].As<Napi::Object>();
     job.recompute = o.Get("recompute").ToBoolean();
+    job.inlineRuns = o.Get("ownThread").ToBoolean();
     job.lossScale = numberField(o, "lossScale");
     const double chunk = numberField(o, "chunkTokens");
     require(env, chunk >= 1 && std::floor(chunk) == chunk, "chunkTokens must be an integer >= 1");
     job.chunkTokens = static_cast<size_t>(chunk);
+    const double slot = o.Has("gradSlot") ? numberField(o, "gradSlot") : 0;
+    require(env, slot >= 0 && slot < kGradSlots && std::floor(slot) == slot,
+            "gradSlot must be an integer in [0, " + std::to_string(kGradSlots) + ")");
+    const int s = static_cast<int>(slot);
+    require(env, !(*slotsBusy_ & (1u << s)), "a backward on this gradient slot is running; await it first");
+    require(env, *busy_ == __builtin_popcount(*slotsBusy_),
+            "the model is busy (a forward pass, a load or an optimizer step is running); await it first");
     training();
     Napi::Float32Array logprobs = Napi::Float32Array::New(env, T);
-    auto* w = new LossWorker(env, busy_, model_, train_, std::move(job), logprobs);
+    auto* w = new LossWorker(env, busy_, model_, train_, std::move(job), logprobs, slotsBusy_, s);
     Napi::Promise pr = w->Promise();
     w->Queue();
     return pr;
@@ -657,6 +720,7 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
   std::shared_ptr<Model> model_;
   std::shared_ptr<std::atomic<int>> busy_ = std::make_shared<std::atomic<int>>(0);
   std::shared_ptr<TrainingBuffers> train_ = std::make_shared<TrainingBuffers>();
+  std::shared_ptr<uint32_t> slotsBusy_ = std::make_shared<uint32_t>(0);  // bit s: a backward on slot s runs
   std::shared_ptr<std::atomic<int>> mutating_ = std::make_shared<std::atomic<int>>(0);
   int64_t externalBytes_ = 0;
 };

@@ -58,9 +58,28 @@ export interface BackwardOptions {
   lossScale?: number;
   /** Tokens per chunk of the fused LM head (peak logits memory chunkTokens x vocab). Default 256. */
   chunkTokens?: number;
+  /**
+   * Where the gradients go: 0 (the default) the accumulated gradient itself; 1 to 7 a slot of its
+   * own, so that backward calls on different slots can run at once (one per slot). Slots are
+   * added into the gradient in slot order before it is read (getGradient, an optimizer step), so
+   * the sum depends on which sequences went to which slot, not on timing.
+   */
+  gradSlot?: number;
+  /**
+   * Run the kernels on this call's own thread instead of the shared pool (default false), for
+   * calls that run side by side: each then keeps a core rather than queueing for the pool. The
+   * results are bitwise the same either way.
+   */
+  ownThread?: boolean;
 }
 
-function backwardOptions(o: BackwardOptions): { recompute: boolean; lossScale: number; chunkTokens: number } {
+function backwardOptions(o: BackwardOptions): {
+  recompute: boolean;
+  lossScale: number;
+  chunkTokens: number;
+  gradSlot: number;
+  ownThread: boolean;
+} {
   if (typeof o !== 'object' || o === null) throw invalidArgument('options', 'an object', o);
   const lossScale = o.lossScale ?? 1;
   if (typeof lossScale !== 'number' || !Number.isFinite(lossScale) || lossScale <= 0)
@@ -69,8 +88,13 @@ function backwardOptions(o: BackwardOptions): { recompute: boolean; lossScale: n
     recompute: o.recompute ?? false,
     lossScale,
     chunkTokens: checkInteger('chunkTokens', o.chunkTokens ?? 256, 1, 1 << 20),
+    gradSlot: checkInteger('gradSlot', o.gradSlot ?? 0, 0, GRAD_SLOTS - 1),
+    ownThread: o.ownThread ?? false,
   };
 }
+
+/** Gradient slots (BackwardOptions.gradSlot): the gradient itself and 7 more. */
+export const GRAD_SLOTS = 8;
 
 /** Options of {@link Model.save}. */
 export interface SaveOptions {

@@ -114,7 +114,12 @@ async function writeDirAtomic(dir: string, fill: (tmp: string) => Promise<void>)
   await rename(tmp, dir);
 }
 
-async function tasksFor(c: PipelineConfig): Promise<{ train: SweTask[]; test: SweTask[] }> {
+/**
+ * The training tasks, and a promise of the held-out ones. Generated held-out tasks are made while
+ * the demonstrations are recorded and the warm start runs (the base evaluation is the first to
+ * need them), on the core those leave idle; they depend only on the seed, so not on when.
+ */
+async function tasksFor(c: PipelineConfig): Promise<{ train: SweTask[]; test: Promise<SweTask[]> }> {
   if (c.tasksFile) {
     const all = await loadTasks(c.tasksFile);
     if (all.length <= c.evalTasks)
@@ -122,28 +127,24 @@ async function tasksFor(c: PipelineConfig): Promise<{ train: SweTask[]; test: Sw
         `${c.tasksFile} has ${all.length} tasks; evalTasks (${c.evalTasks}) must leave some for training`,
         'INVALID_CONFIG',
       );
-    return { train: all.slice(0, all.length - c.evalTasks), test: all.slice(all.length - c.evalTasks) };
+    return {
+      train: all.slice(0, all.length - c.evalTasks),
+      test: Promise.resolve(all.slice(all.length - c.evalTasks)),
+    };
   }
-  const [train, test] = await Promise.all([
+  const generate = (split: 'train' | 'test', count: number, seed: number) =>
     generateMiniSweTasks({
-      count: c.miniSwe.trainTasks,
-      seed: c.seed,
+      count,
+      seed,
       difficulty: c.miniSwe.difficulty,
-      split: 'train',
+      split,
       kinds: c.miniSwe.kinds ?? undefined,
       renameLocals: c.miniSwe.renameLocals,
       issue: c.miniSwe.issue,
-    }),
-    generateMiniSweTasks({
-      count: c.miniSwe.testTasks,
-      seed: c.seed + 1,
-      difficulty: c.miniSwe.difficulty,
-      split: 'test',
-      kinds: c.miniSwe.kinds ?? undefined,
-      renameLocals: c.miniSwe.renameLocals,
-      issue: c.miniSwe.issue,
-    }),
-  ]);
+    });
+  const train = await generate('train', c.miniSwe.trainTasks, c.seed);
+  const test = generate('test', c.miniSwe.testTasks, c.seed + 1);
+  test.catch(() => {}); // its error is thrown where it is awaited
   return { train, test };
 }
 
@@ -223,8 +224,9 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
   const elapsed = () => prior + (performance.now() - t0) / 1000;
 
   say(`tasks: ${c.tasksFile ?? `mini-SWE (difficulty ${c.miniSwe.difficulty})`}`);
-  const { train, test } = await tasksFor(c);
-  say(`  ${train.length} training tasks, ${test.length} held-out tasks`);
+  const { train, test: heldOut } = await tasksFor(c);
+  let test: SweTask[] = [];
+  say(`  ${train.length} training tasks, ${c.tasksFile ? c.evalTasks : c.miniSwe.testTasks} held-out tasks`);
   // With warmStart.demoTasks the demonstrations come from the first tasks and RL trains on the rest.
   const split = c.warmStart.demoTasks > 0 && !c.modelDir;
   if (split && c.warmStart.demoTasks >= train.length)
@@ -242,6 +244,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
       baseURL: c.engine.url as string,
       model: c.engine.model ?? basename(c.modelDir as string),
     });
+    test = await heldOut;
     const r = await evaluate({ engine, tokenizer } as unknown as Policy, test, c, 'base', hooks);
     state.stages = [{ name: 'base', pass1: r.pass1, passK: r.passK, k: r.k, tasks: r.tasks }];
     say(`base  Pass@1 ${(r.pass1 * 100).toFixed(1)}%  Pass@${r.k} ${(r.passK * 100).toFixed(1)}%`);
@@ -339,6 +342,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     await writeReport(o.out);
   };
 
+  test = await heldOut;
   if (!done('eval-base')) await recordEval('eval-base', await evaluate(policy, test, c, 'base', hooks));
 
   if (c.rft.enabled && !done('rft')) {

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AdamW, Model, sample, warmupCosineLr } from '../../src/index.js';
+import { AdamW, Model, sample, Trainer, warmupCosineLr } from '../../src/index.js';
 import { normal, rng } from '../helpers/random.js';
 
 type Cfg = Record<string, unknown>;
@@ -232,6 +232,93 @@ describe('backward options and bookkeeping', () => {
     await expect(m.sftBackward({ tokens: [], targets: [] })).rejects.toThrow(/at least one/);
     await expect(m.sftBackward({ tokens: [1], targets: [1] }, { lossScale: 0 })).rejects.toThrow(/lossScale/);
     for (const p of m.parameters()) expect(m.getGradient(p.name).every((x) => x === 0)).toBe(true);
+  });
+});
+
+describe('gradient slots and sample lanes', () => {
+  const seqs = [0, 1, 2, 3].map((k) => {
+    const tokens = Array.from({ length: 24 + 5 * k }, (_, i) => (i * (3 + k) + k) % 11);
+    return { tokens, targets: tokens.slice(1).concat([k]) };
+  });
+  const allGrads = (m: Model) => m.parameters().map((p) => m.getGradient(p.name));
+
+  it('backward on two slots at once: the gradient is slot 0 + slot 1, bitwise, whatever the timing', async () => {
+    const m = Model.random(QWEN, 21);
+    randomize(m, 22);
+    // References: each lane's samples alone, in order, on the gradient itself.
+    m.zeroGrad();
+    for (const s of [seqs[0], seqs[2]]) await m.sftBackward(s as (typeof seqs)[0]);
+    const lane0 = allGrads(m);
+    m.zeroGrad();
+    for (const s of [seqs[1], seqs[3]]) await m.sftBackward(s as (typeof seqs)[0]);
+    const lane1 = allGrads(m);
+    for (let trial = 0; trial < 3; trial++) {
+      m.zeroGrad();
+      const lane = async (slot: number, list: number[]) => {
+        for (const i of list) await m.sftBackward(seqs[i] as (typeof seqs)[0], { gradSlot: slot });
+      };
+      // Lane 1 starts first in odd trials: the order the jobs finish must not matter.
+      await (trial % 2
+        ? Promise.all([lane(1, [1, 3]), lane(0, [0, 2])])
+        : Promise.all([lane(0, [0, 2]), lane(1, [1, 3])]));
+      allGrads(m).forEach((g, k) => {
+        const want = Float32Array.from(g, (_, i) => Math.fround((lane0[k]?.[i] as number) + (lane1[k]?.[i] as number)));
+        expect(Array.from(g), m.parameters()[k]?.name).toEqual(Array.from(want));
+      });
+    }
+    // A call on its own thread (ownThread) computes bitwise what the shared pool does.
+    m.zeroGrad();
+    for (const i of [0, 2]) await m.sftBackward(seqs[i] as (typeof seqs)[0], { ownThread: true });
+    allGrads(m).forEach((g, k) => {
+      expect(Array.from(g), m.parameters()[k]?.name).toEqual(Array.from(lane0[k] as Float32Array));
+    });
+    // zeroGrad clears the slots too.
+    await m.sftBackward(seqs[1] as (typeof seqs)[0], { gradSlot: 3 });
+    m.zeroGrad();
+    for (const g of allGrads(m)) expect(g.every((x) => x === 0)).toBe(true);
+  });
+
+  it('refuses a busy slot, a slot out of range, and an optimizer step or read while a slot runs', async () => {
+    const m = Model.random(QWEN, 23);
+    m.zeroGrad();
+    const s = seqs[0] as (typeof seqs)[0];
+    await expect(m.sftBackward(s, { gradSlot: 8 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(m.sftBackward(s, { gradSlot: -1 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    const opt = new AdamW(m, { lr: 1e-3 });
+    const running = m.sftBackward(s, { gradSlot: 1 });
+    await expect(m.sftBackward(s, { gradSlot: 1 })).rejects.toThrow(/slot/);
+    expect(() => m.getGradient('lm_head.weight')).toThrow(/busy/);
+    await expect(opt.step()).rejects.toThrow(/busy/);
+    await running;
+    // Nothing was added by the refused calls: the gradient is the one job's.
+    const g = m.getGradient('lm_head.weight');
+    m.zeroGrad();
+    await m.sftBackward(s);
+    expect(Array.from(g)).toEqual(Array.from(m.getGradient('lm_head.weight')));
+  });
+
+  it('a Trainer step is the same for every run at a given lane count, and close across lane counts', async () => {
+    const step = async (lanes: number) => {
+      const m = Model.random({ ...QWEN, vocab_size: 301, hidden_size: 32, intermediate_size: 48 }, 24);
+      const t = new Trainer(m, { optimizer: new AdamW(m, { lr: 1e-2 }), sampleLanes: lanes });
+      const samples = Array.from({ length: 5 }, (_, k) => {
+        const tokens = Int32Array.from({ length: 30 + 7 * k }, (_, i) => (i * 13 + k * 29) % 301);
+        return { tokens, lossMask: new Uint8Array(tokens.length).fill(1) };
+      });
+      const r = await t.sftStep(samples);
+      return { loss: r.loss, gradNorm: r.gradNorm, w: m.getParameter('model.layers.0.mlp.up_proj.weight') };
+    };
+    const a = await step(2);
+    const b = await step(2);
+    expect(b.loss).toBe(a.loss);
+    expect(b.gradNorm).toBe(a.gradNorm);
+    expect(Array.from(b.w)).toEqual(Array.from(a.w));
+    const one = await step(1);
+    expect(one.loss).toBe(a.loss); // the losses are per-sample values summed in sample order
+    expect(Math.abs(one.gradNorm - a.gradNorm) / one.gradNorm).toBeLessThan(1e-5);
+    expect(
+      () => new Trainer(Model.random(QWEN, 1), { optimizer: new AdamW(Model.random(QWEN, 1)), sampleLanes: 9 }),
+    ).toThrow(/sampleLanes/);
   });
 });
 
