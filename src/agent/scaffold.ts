@@ -190,10 +190,9 @@ export function truncateObservation(text: string, maxChars: number): string {
 
 /** Prepares a sandbox for the scaffold: the tool scripts and their state. */
 export async function installTools(sb: Sandbox): Promise<void> {
-  for (const [path, src] of Object.entries(toolFiles())) await sb.writeFile(path, src);
+  for (const [path, src] of Object.entries(toolFiles())) await sb.writeFile(path, src, { executable: true });
   await sb.writeFile('.swerl/package.json', '{"type":"commonjs"}\n');
   await sb.writeFile('.swerl/cwd', sb.workdir);
-  await sb.exec('chmod +x .swerl/bin/*');
 }
 
 /** Runs one agent command with the tools on PATH and the working directory kept across turns. */

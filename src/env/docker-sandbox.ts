@@ -188,17 +188,18 @@ export class DockerSandbox implements Sandbox {
   }
 
   /** Writes a workspace file, creating directories (PATH_ESCAPE when it resolves outside). */
-  async writeFile(path: string, content: string): Promise<void> {
+  async writeFile(path: string, content: string, o: { executable?: boolean } = {}): Promise<void> {
     const rel = this.#checkPath(path);
     if (typeof content !== 'string') throw invalidArgument('content', 'a string', content);
     const r = await this.#run(
       [
         'bash',
         '-c',
-        'cd "$2" && p=$(realpath -m -- "$1") || exit 3; case "$p" in "$2"/*) ;; *) exit 4;; esac; [ -L "$p" ] && exit 4; mkdir -p -- "$(dirname -- "$p")" && d=$(realpath -e -- "$(dirname -- "$p")") && case "$d" in "$2"|"$2"/*) exec cat > "$p";; *) exit 4;; esac',
+        'cd "$2" && p=$(realpath -m -- "$1") || exit 3; case "$p" in "$2"/*) ;; *) exit 4;; esac; [ -L "$p" ] && exit 4; mkdir -p -- "$(dirname -- "$p")" && d=$(realpath -e -- "$(dirname -- "$p")") && case "$d" in "$2"|"$2"/*) cat > "$p" || exit 1; [ "$3" = 1 ] && exec chmod 755 -- "$p"; exit 0;; *) exit 4;; esac',
         'swerl',
         rel,
         this.workdir,
+        o.executable ? '1' : '0',
       ],
       { cap: 64 * 1024, timeoutMs: this.#o.timeoutMs, id: null, stdin: Buffer.from(content, 'utf8') },
     );

@@ -14,8 +14,11 @@ export interface Sandbox {
   exec(command: string, o?: { timeoutMs?: number }): Promise<ExecResult>;
   /** Reads a workspace file (PATH_ESCAPE when it resolves outside the workspace). */
   readFile(path: string): Promise<string>;
-  /** Writes a workspace file, creating directories (PATH_ESCAPE when it resolves outside). */
-  writeFile(path: string, content: string): Promise<void>;
+  /**
+   * Writes a workspace file, creating directories (PATH_ESCAPE when it resolves outside);
+   * `executable` sets its mode to 0755.
+   */
+  writeFile(path: string, content: string, o?: { executable?: boolean }): Promise<void>;
   /** The unified diff of the workspace against its initial state (`.swerl*` excluded). */
   diff(): Promise<string>;
   /** Kills every process it started and removes the workspace. */

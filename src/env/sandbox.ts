@@ -17,9 +17,9 @@
  * configure the host's git. Host-side file access resolves symlinks and rejects paths that leave
  * the workspace (PATH_ESCAPE).
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { chownSync, mkdirSync, readdirSync, readFileSync, readlinkSync, unlinkSync, writeFileSync } from 'node:fs';
-import { chmod, cp, lstat, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { chmod, cp, lchown, lstat, mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { invalidArgument, SwerlError } from '../errors.js';
@@ -233,31 +233,37 @@ export class LocalSandbox {
       // As root, commands run as a per-sandbox unprivileged uid, which then owns the workspace.
       uid = isRoot ? claimUid() : null;
       if (uid !== null) {
-        execFileSync('chown', ['-R', `${uid}:${uid}`, root]);
-        chownSync(root, uid, uid);
+        const owned = uid;
+        const paths = (await readdir(root, { recursive: true })).map((p) => join(root, p));
+        await Promise.all([root, ...paths].map((p) => lchown(p, owned, owned)));
       }
       await chmod(root, 0o755);
       const sb = new LocalSandbox(root, meta, isolation, opts, uid);
       // The agent's own repository (git checkout, stash, diff work inside the sandbox), made by
       // sandboxed git. The host never reads it: diff() uses the metadata outside the workspace.
-      const init = await sb.exec(
-        'git init -q && git add -A && git -c user.name=swerl -c user.email=swerl@localhost commit -q --allow-empty -m initial',
-      );
+      // The two repositories are made side by side (git never adds a work tree's own .git).
+      const [init] = await Promise.all([
+        sb.exec(
+          'git init -q && git add -A && git -c user.name=swerl -c user.email=swerl@localhost commit -q --allow-empty -m initial',
+        ),
+        (async () => {
+          await sb.#git(['init', '-q']);
+          await sb.#git(['add', '-A']);
+          await sb.#git([
+            '-c',
+            'user.name=swerl',
+            '-c',
+            'user.email=swerl@localhost',
+            'commit',
+            '-q',
+            '--allow-empty',
+            '-m',
+            'initial',
+          ]);
+        })(),
+      ]);
       if (init.exitCode !== 0)
         throw new SwerlError(`cannot initialise the workspace repository: ${init.output}`, 'IO_ERROR');
-      await sb.#git(['init', '-q']);
-      await sb.#git(['add', '-A']);
-      await sb.#git([
-        '-c',
-        'user.name=swerl',
-        '-c',
-        'user.email=swerl@localhost',
-        'commit',
-        '-q',
-        '--allow-empty',
-        '-m',
-        'initial',
-      ]);
       return sb;
     } catch (e) {
       await rm(root, { recursive: true, force: true });
@@ -357,7 +363,7 @@ export class LocalSandbox {
   }
 
   /** Writes a workspace file, creating directories (PATH_ESCAPE when it resolves outside). */
-  async writeFile(path: string, content: string): Promise<void> {
+  async writeFile(path: string, content: string, o: { executable?: boolean } = {}): Promise<void> {
     const target = insideOrThrow(this.root, path);
     await mkdir(dirname(target), { recursive: true });
     const parent = await realpath(dirname(target));
@@ -368,6 +374,7 @@ export class LocalSandbox {
       if (e instanceof SwerlError) throw e;
     }
     await writeFile(target, content);
+    if (o.executable) await chmod(target, 0o755);
     if (this.#uid !== null) {
       // The file and every directory created for it belong to the sandbox's uid.
       for (let d = dirname(target); within(this.root, d) && d !== this.root; d = dirname(d))
@@ -395,11 +402,10 @@ export class LocalSandbox {
       }
     }
     if (this.#uid !== null) {
-      try {
-        execFileSync('pkill', ['-KILL', '-U', String(this.#uid)], { stdio: 'ignore' });
-      } catch {
-        // none left
-      }
+      // Off the event loop (pkill reads /proc), which other episodes' generation shares.
+      await new Promise<void>((done) => {
+        execFile('pkill', ['-KILL', '-U', String(this.#uid)], () => done()); // exit 1: none left
+      });
     }
     await rm(this.root, { recursive: true, force: true });
     await rm(this.#meta, { recursive: true, force: true });
