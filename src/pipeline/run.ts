@@ -285,7 +285,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
       const plain = c.warmStart.freshNames ? null : demos.map((d) => demoSample(d, tokenizer));
       const samples = (e: number) => {
         if (plain) return plain;
-        const rng = mulberry32(c.seed * 104729 + e);
+        const rng = mulberry32(c.seed * 611953 + e);
         return demos.map((d) => demoSample(withFreshNames(d, NAME_POOL, rng), tokenizer));
       };
       const steps = await sftEpochs(
