@@ -51,8 +51,9 @@ export async function dockerAvailable(o: Docker.DockerOptions = {}, timeoutMs = 
 }
 
 // The exec wrapper: records the process group (timeout makes its own, with its pid = $$ after
-// exec) and runs the command under a hard in-container timeout.
-const WRAP = 'echo $$ > "/tmp/.swerl-exec-$1"; cd "$4" || exit 1; exec timeout -s KILL "$2" bash -c "$3"';
+// exec) and runs the command under a hard in-container timeout, stderr joined to stdout as on a
+// terminal (LocalSandbox does the same).
+const WRAP = 'echo $$ > "/tmp/.swerl-exec-$1"; cd "$4" || exit 1; exec 2>&1; exec timeout -s KILL "$2" bash -c "$3"';
 
 /** One container per episode, with the LocalSandbox's interface and limits. */
 export class DockerSandbox implements Sandbox {

@@ -27,7 +27,10 @@ import { invalidArgument, SwerlError } from '../errors.js';
 /** What an exec returns. */
 export interface ExecResult {
   exitCode: number;
-  /** stdout and stderr interleaved as they arrived, capped at maxOutputBytes. */
+  /**
+   * stdout and stderr, capped at maxOutputBytes. LocalSandbox gives the command one pipe for
+   * both, as a terminal does, so one process's writes come in the order it made them.
+   */
   output: string;
   timedOut: boolean;
   truncated: boolean;
@@ -291,7 +294,10 @@ export class LocalSandbox {
     if (this.isolation === 'bwrap')
       argv.push('bwrap', ...bwrapArgs(this.root, this.#o.network), '--setenv', 'HOME', this.workdir, '--');
     else if (this.isolation === 'unshare') argv.push('unshare', ...unshareArgs(this.#o.network));
-    argv.push('/bin/bash', '-c', command);
+    // stderr joins stdout in one pipe, as on a terminal: a process's writes to the two then reach
+    // the observation in the order it made them. (Over two pipes their order was the event loop's,
+    // and a seeded rollout could read them either way.)
+    argv.push('/bin/sh', '-c', 'exec 2>&1; exec /bin/bash -c "$0"', command);
     const started = performance.now();
     return new Promise<ExecResult>((resolvePromise) => {
       const child = spawn('prlimit', argv, {

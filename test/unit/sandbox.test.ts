@@ -138,6 +138,22 @@ describe.skipIf(!hasBwrap)('LocalSandbox (bwrap): hostile commands', () => {
     }
   });
 
+  it("gives a command one pipe for stdout and stderr: a process's writes come in the order it made them", async () => {
+    // Over two pipes this interleaving came out 10 different ways in 30 runs.
+    const script = 'for (let i = 0; i < 5; i++) { console.log("out" + i); console.error("err" + i); }\n';
+    const want = `${[0, 1, 2, 3, 4].map((i) => `out${i}\nerr${i}\n`).join('')}/bin/bash\nls: cannot access 'nothere': No such file or directory\n`;
+    for (let run = 0; run < 8; run++) {
+      const sb = await LocalSandbox.create({ files: { 'a.js': script } });
+      try {
+        const r = await sb.exec('node a.js; echo $0; ls nothere');
+        expect(r.output).toBe(want);
+        expect(r.exitCode).toBe(2);
+      } finally {
+        await sb.close();
+      }
+    }
+  });
+
   it('diff() shows edits and new files against the initial state; close() removes everything', async () => {
     const sb = await LocalSandbox.create({ files: { 'lib/m.js': 'export function f(a, b) {\n  return a - b;\n}\n' } });
     await sb.exec("sed -i 's/a - b/a + b/' lib/m.js && echo 'new' > NEW.md");
