@@ -11,7 +11,6 @@ thread_local bool tInline = false;
 
 InlineRuns::InlineRuns(bool on) : previous_(tInline) { tInline = tInline || on; }
 InlineRuns::~InlineRuns() { tInline = previous_; }
-bool InlineRuns::active() { return tInline; }
 
 int configuredThreads() {
   if (const char* env = std::getenv("SWERL_NUM_THREADS")) {

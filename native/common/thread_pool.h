@@ -57,8 +57,6 @@ class InlineRuns {
   ~InlineRuns();
   InlineRuns(const InlineRuns&) = delete;
   InlineRuns& operator=(const InlineRuns&) = delete;
-  /** Whether runs on this thread are inline. */
-  static bool active();
 
  private:
   bool previous_;
