@@ -7,9 +7,13 @@
  *   fused LM head), with model.train.mfu (training FLOPs per second over peak), for the
  *   Qwen2.5-0.5B shape with random weights (the unsuffixed names) and for the embedded model
  *   (`.embedded`). FLOPs per token: 2 per matmul parameter (LM head included) plus causal
- *   attention's 2·2·qDim·(T+1)/2 per layer; training counts 3 forwards.
+ *   attention's 2·2·qDim·(T+1)/2 per layer; training counts 3 forwards;
+ * - model.train.lanes.copy.embedded and model.train.lanes.sft.embedded: Trainer steps per second
+ *   of the embedded model with two sample lanes (the default) beside one lane, on the pipeline's
+ *   two SFT workloads (copy pretraining: 16 samples of 20-50 tokens; the warm start: 4 samples
+ *   of 450 tokens).
  */
-import { EMBEDDED_MODEL_CONFIG, Model, QWEN2_5_0_5B_CONFIG } from '../dist/index.js';
+import { AdamW, EMBEDDED_MODEL_CONFIG, Model, QWEN2_5_0_5B_CONFIG, Trainer } from '../dist/index.js';
 import { native } from '../dist/native.js';
 import { measure, progress } from './lib.mjs';
 import { runNumpy } from './sample.mjs';
@@ -29,6 +33,65 @@ export async function modelSuite(ctx) {
         { suffix: '.embedded', config: EMBEDDED_MODEL_CONFIG, forwardT: 512, trainT: 512 },
       ];
   for (const s of shapes) await modelRecords(ctx, meta, s);
+  await laneRecords(ctx, meta);
+}
+
+/**
+ * Trainer steps per second with 2 sample lanes against 1, same samples, interleaved runs.
+ * @param {import('./sample.mjs').SuiteContext} ctx
+ * @param {Record<string, unknown>} meta
+ */
+async function laneRecords(ctx, meta) {
+  // The default preset's embedded shape (hidden 128, 4 layers) with its 905-token vocabulary.
+  const config = {
+    ...EMBEDDED_MODEL_CONFIG,
+    vocab_size: 905,
+    hidden_size: 128,
+    intermediate_size: 384,
+    num_hidden_layers: 4,
+    num_attention_heads: 4,
+    num_key_value_heads: 2,
+    head_dim: 32,
+  };
+  let state = 7;
+  const next = () => {
+    state = (Math.imul(state, 1103515245) + 12345) >>> 0;
+    return state;
+  };
+  const sample = (len) => {
+    const tokens = Int32Array.from({ length: len }, () => 256 + (next() % 640));
+    return { tokens, lossMask: new Uint8Array(len).fill(1) };
+  };
+  const workloads = [
+    {
+      name: 'copy',
+      batch: () => Array.from({ length: 16 }, () => sample(20 + (next() % 31))),
+      steps: ctx.quick ? 10 : 40,
+    },
+    { name: 'sft', batch: () => Array.from({ length: 4 }, () => sample(450)), steps: ctx.quick ? 3 : 12 },
+  ];
+  meta.lanes = {};
+  for (const w of workloads) {
+    progress(`model.train.lanes.${w.name}.embedded: ${w.steps} steps, 2 lanes against 1`);
+    const batches = Array.from({ length: w.steps }, w.batch);
+    const rate = { 1: 0, 2: 0 };
+    for (const round of [0, 1])
+      for (const lanes of round ? [2, 1] : [1, 2]) {
+        const m = Model.random(config, 1);
+        const t = new Trainer(m, { optimizer: new AdamW(m, { lr: 1e-3 }), sampleLanes: lanes });
+        await t.sftStep(batches[0]); // warm-up
+        const t0 = performance.now();
+        for (const b of batches) await t.sftStep(b);
+        rate[lanes] = Math.max(rate[lanes], w.steps / ((performance.now() - t0) / 1000));
+      }
+    ctx.report.add({
+      name: `model.train.lanes.${w.name}.embedded`,
+      value: rate[2],
+      unit: 'steps/s',
+      baseline: { name: 'the same Trainer with one sample lane', value: rate[1] },
+    });
+    meta.lanes[w.name] = { stepsPerSecond: rate, note: 'best of two interleaved runs per lane count' };
+  }
 }
 
 /**
