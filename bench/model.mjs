@@ -13,8 +13,10 @@
  *   two SFT workloads (copy pretraining: 16 samples of 20-50 tokens; the warm start: 4 samples
  *   of 450 tokens).
  */
-import { AdamW, EMBEDDED_MODEL_CONFIG, Model, QWEN2_5_0_5B_CONFIG, Trainer } from '../dist/index.js';
+import { AdamW, EMBEDDED_MODEL_CONFIG, Model, QWEN2_5_0_5B_CONFIG, resolveConfig, Trainer } from '../dist/index.js';
 import { native } from '../dist/native.js';
+import { embeddedModelConfig } from '../dist/pipeline/run.js';
+import { mulberry32 } from '../dist/random.js';
 import { measure, progress } from './lib.mjs';
 import { runNumpy } from './sample.mjs';
 
@@ -42,30 +44,18 @@ export async function modelSuite(ctx) {
  * @param {Record<string, unknown>} meta
  */
 async function laneRecords(ctx, meta) {
-  // The default preset's embedded shape (hidden 128, 4 layers) with its 905-token vocabulary.
-  const config = {
-    ...EMBEDDED_MODEL_CONFIG,
-    vocab_size: 905,
-    hidden_size: 128,
-    intermediate_size: 384,
-    num_hidden_layers: 4,
-    num_attention_heads: 4,
-    num_key_value_heads: 2,
-    head_dim: 32,
-  };
-  let state = 7;
-  const next = () => {
-    state = (Math.imul(state, 1103515245) + 12345) >>> 0;
-    return state;
-  };
+  // The default preset's model as its run builds it, with the 905-token vocabulary it trains.
+  const config = embeddedModelConfig(resolveConfig({}), 905);
+  const rnd = mulberry32(7);
+  const int = (n) => Math.floor(rnd() * n);
   const sample = (len) => {
-    const tokens = Int32Array.from({ length: len }, () => 256 + (next() % 640));
+    const tokens = Int32Array.from({ length: len }, () => 256 + int(640));
     return { tokens, lossMask: new Uint8Array(len).fill(1) };
   };
   const workloads = [
     {
       name: 'copy',
-      batch: () => Array.from({ length: 16 }, () => sample(20 + (next() % 31))),
+      batch: () => Array.from({ length: 16 }, () => sample(20 + int(31))),
       steps: ctx.quick ? 10 : 40,
     },
     { name: 'sft', batch: () => Array.from({ length: 4 }, () => sample(450)), steps: ctx.quick ? 3 : 12 },

@@ -115,11 +115,14 @@ async function writeDirAtomic(dir: string, fill: (tmp: string) => Promise<void>)
 }
 
 /**
- * The training tasks, and a promise of the held-out ones. Generated held-out tasks are made while
- * the demonstrations are recorded and the warm start runs (the base evaluation is the first to
- * need them), on the core those leave idle; they depend only on the seed, so not on when.
+ * The training tasks, and the held-out ones: their count, and a promise of them. Generated
+ * held-out tasks are made while the demonstrations are recorded and the warm start runs (the base
+ * evaluation is the first to need them), on the core those leave idle; they depend only on the
+ * seed, so not on when.
  */
-async function tasksFor(c: PipelineConfig): Promise<{ train: SweTask[]; test: Promise<SweTask[]> }> {
+async function tasksFor(
+  c: PipelineConfig,
+): Promise<{ train: SweTask[]; heldOut: { count: number; tasks: Promise<SweTask[]> } }> {
   if (c.tasksFile) {
     const all = await loadTasks(c.tasksFile);
     if (all.length <= c.evalTasks)
@@ -129,7 +132,7 @@ async function tasksFor(c: PipelineConfig): Promise<{ train: SweTask[]; test: Pr
       );
     return {
       train: all.slice(0, all.length - c.evalTasks),
-      test: Promise.resolve(all.slice(all.length - c.evalTasks)),
+      heldOut: { count: c.evalTasks, tasks: Promise.resolve(all.slice(all.length - c.evalTasks)) },
     };
   }
   const generate = (split: 'train' | 'test', count: number, seed: number) =>
@@ -145,7 +148,7 @@ async function tasksFor(c: PipelineConfig): Promise<{ train: SweTask[]; test: Pr
   const train = await generate('train', c.miniSwe.trainTasks, c.seed);
   const test = generate('test', c.miniSwe.testTasks, c.seed + 1);
   test.catch(() => {}); // its error is thrown where it is awaited
-  return { train, test };
+  return { train, heldOut: { count: c.miniSwe.testTasks, tasks: test } };
 }
 
 /** The embedded model's Hugging Face config: the preset's Qwen2 layout in the config's shape. */
@@ -224,9 +227,9 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
   const elapsed = () => prior + (performance.now() - t0) / 1000;
 
   say(`tasks: ${c.tasksFile ?? `mini-SWE (difficulty ${c.miniSwe.difficulty})`}`);
-  const { train, test: heldOut } = await tasksFor(c);
+  const { train, heldOut } = await tasksFor(c);
   let test: SweTask[] = [];
-  say(`  ${train.length} training tasks, ${c.tasksFile ? c.evalTasks : c.miniSwe.testTasks} held-out tasks`);
+  say(`  ${train.length} training tasks, ${heldOut.count} held-out tasks`);
   // With warmStart.demoTasks the demonstrations come from the first tasks and RL trains on the rest.
   const split = c.warmStart.demoTasks > 0 && !c.modelDir;
   if (split && c.warmStart.demoTasks >= train.length)
@@ -244,7 +247,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
       baseURL: c.engine.url as string,
       model: c.engine.model ?? basename(c.modelDir as string),
     });
-    test = await heldOut;
+    test = await heldOut.tasks;
     const r = await evaluate({ engine, tokenizer } as unknown as Policy, test, c, 'base', hooks);
     state.stages = [{ name: 'base', pass1: r.pass1, passK: r.passK, k: r.k, tasks: r.tasks }];
     say(`base  Pass@1 ${(r.pass1 * 100).toFixed(1)}%  Pass@${r.k} ${(r.passK * 100).toFixed(1)}%`);
@@ -342,7 +345,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     await writeReport(o.out);
   };
 
-  test = await heldOut;
+  test = await heldOut.tasks;
   if (!done('eval-base')) await recordEval('eval-base', await evaluate(policy, test, c, 'base', hooks));
 
   if (c.rft.enabled && !done('rft')) {

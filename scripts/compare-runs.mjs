@@ -1,0 +1,69 @@
+#!/usr/bin/env node
+// Compares two run folders of `node train.js` for reproducibility: metrics.jsonl event by event
+// (timing fields left out) and every rollouts/<phase>.msgpack record by record (tokens, logprobs
+// bit for bit, reward). For the first differing record of a phase it prints where the tokens part
+// and whether the model generated the token there (a sampling difference) or not (an observation).
+// Usage: node scripts/compare-runs.mjs RUN_A RUN_B   (exit code 1 when anything differs)
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { readRollouts } from '../dist/index.js';
+
+const [a, b] = process.argv.slice(2);
+if (!a || !b) {
+  console.error('usage: node scripts/compare-runs.mjs RUN_A RUN_B');
+  process.exit(2);
+}
+
+const isTiming = (k) => k === 't' || k === 'seconds' || /Seconds$|PerSecond$|Ms$/.test(k);
+const events = (dir) =>
+  readFileSync(join(dir, 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.stringify(Object.fromEntries(Object.entries(JSON.parse(l)).filter(([k]) => !isTiming(k)))));
+
+let differs = false;
+const ea = events(a);
+const eb = events(b);
+const first = ea.findIndex((e, i) => e !== eb[i]);
+if (first < 0 && ea.length === eb.length) console.log(`metrics: ${ea.length} events, identical (timings aside)`);
+else {
+  differs = true;
+  const at = first < 0 ? Math.min(ea.length, eb.length) : first;
+  console.log(`metrics: ${ea.length} vs ${eb.length} events; first difference at event ${at}`);
+  console.log(`  a: ${ea[at] ?? '(none)'}\n  b: ${eb[at] ?? '(none)'}`);
+}
+
+const same = (x, y) =>
+  y !== undefined &&
+  x.reward === y.reward &&
+  x.tokens.length === y.tokens.length &&
+  x.tokens.every((t, k) => t === y.tokens[k]) &&
+  x.logprobs.every((p, k) => Object.is(p, y.logprobs[k]));
+
+const phases = new Set([...readdirSync(join(a, 'rollouts')), ...readdirSync(join(b, 'rollouts'))]);
+for (const f of [...phases].filter((p) => p.endsWith('.msgpack')).sort()) {
+  const load = (dir) => readRollouts(join(dir, 'rollouts', f)).catch(() => null);
+  const [ra, rb] = [await load(a), await load(b)];
+  if (!ra || !rb) {
+    differs = true;
+    console.log(`${f}: missing in ${ra ? 'b' : 'a'}`);
+    continue;
+  }
+  const bad = ra.findIndex((x, i) => !same(x, rb[i]));
+  const matched = ra.filter((x, i) => same(x, rb[i])).length;
+  console.log(
+    `${f}: ${matched}/${ra.length} records identical${ra.length === rb.length ? '' : ` (b has ${rb.length})`}`,
+  );
+  if (bad < 0 && ra.length === rb.length) continue;
+  differs = true;
+  if (bad < 0) continue;
+  const x = ra[bad];
+  const y = rb[bad];
+  let k = 0;
+  while (y && k < Math.min(x.tokens.length, y.tokens.length) && x.tokens[k] === y.tokens[k]) k++;
+  const where = k < x.tokens.length ? (x.assistantMask[k] ? 'a generated token' : 'an observation token') : 'the end';
+  console.log(
+    `  first: record ${bad} (${x.instance_id} #${x.sample}), tokens part at ${k} of ${x.tokens.length}: ${where}`,
+  );
+}
+process.exit(differs ? 1 : 0);
