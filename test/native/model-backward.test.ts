@@ -108,20 +108,23 @@ describe('backward: finite differences for every parameter', () => {
     });
   }
 
-  it("SFT loss, head_dim 64 over 20 positions (the attention kernels' full 16-row tiles)", async () => {
-    const cfg = { ...QWEN, hidden_size: 64, intermediate_size: 32, num_attention_heads: 2, head_dim: 64 };
-    const m = Model.random(cfg, 8);
-    randomize(m, 9);
-    const r = rng(10);
-    const tokens = Array.from({ length: 20 }, () => Math.floor(r() * TINY.vocab_size));
-    const targets = [...tokens.slice(1), 0];
-    const mask = Float32Array.from({ length: 20 }, (_, t) => (t % 4 === 1 ? 0 : 1));
-    m.zeroGrad();
-    const res = await m.sftBackward({ tokens, targets, mask });
-    const ref = await sftLossOf(m, tokens, targets, mask);
-    expect(Math.abs(res.loss - ref)).toBeLessThan(1e-5 * Math.abs(ref));
-    await checkDirectional(m, () => sftLossOf(m, tokens, targets, mask), 11);
-  });
+  // Full 16-row tiles at each unmasked axpy width: 64 columns, and 32 (the default preset's) or 48
+  // in one pass of 2 or 3 vector chunks.
+  for (const hd of [32, 48, 64])
+    it(`SFT loss, head_dim ${hd} over 20 positions (the attention kernels' full 16-row tiles)`, async () => {
+      const cfg = { ...QWEN, hidden_size: 64, intermediate_size: 32, num_attention_heads: 2, head_dim: hd };
+      const m = Model.random(cfg, 8);
+      randomize(m, 9);
+      const r = rng(10);
+      const tokens = Array.from({ length: 20 }, () => Math.floor(r() * TINY.vocab_size));
+      const targets = [...tokens.slice(1), 0];
+      const mask = Float32Array.from({ length: 20 }, (_, t) => (t % 4 === 1 ? 0 : 1));
+      m.zeroGrad();
+      const res = await m.sftBackward({ tokens, targets, mask });
+      const ref = await sftLossOf(m, tokens, targets, mask);
+      expect(Math.abs(res.loss - ref)).toBeLessThan(1e-5 * Math.abs(ref));
+      await checkDirectional(m, () => sftLossOf(m, tokens, targets, mask), 11);
+    });
 
   it('policy loss (clipped ratios, entropy bonus), Qwen2', async () => {
     const m = Model.random(QWEN, 4);

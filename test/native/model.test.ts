@@ -82,6 +82,18 @@ const CASES: [string, Cfg][] = [
     },
   ],
   [
+    // head_dim 48: the 16-key tiles' axpy as one unmasked pass of three vector chunks.
+    'Qwen2, head_dim 48, GQA 2:1',
+    {
+      ...BASE,
+      architectures: ['Qwen2ForCausalLM'],
+      hidden_size: 64,
+      num_attention_heads: 2,
+      num_key_value_heads: 1,
+      head_dim: 48,
+    },
+  ],
+  [
     'Llama, tied, head_dim 16 != hidden/heads, MQA',
     { ...BASE, architectures: ['LlamaForCausalLM'], tie_word_embeddings: true, head_dim: 16, num_key_value_heads: 1 },
   ],

@@ -79,24 +79,19 @@ void tileDotsFull(const float* q, const float* const* rows, size_t hd, float* s)
   _mm512_storeu_ps(s, sum16(acc));
 }
 
-// acc += Σ_i e[i]·rows[i] with hd a multiple of 64: the general path's arithmetic, unmasked.
-void tileAxpyFull(float* acc, const float* e, const float* const* rows, size_t n, size_t hd) {
-  for (size_t d = 0; d < hd; d += 64) {
-    __m512 a0 = _mm512_loadu_ps(acc + d), a1 = _mm512_loadu_ps(acc + d + 16);
-    __m512 a2 = _mm512_loadu_ps(acc + d + 32), a3 = _mm512_loadu_ps(acc + d + 48);
-    for (size_t i = 0; i < n; ++i) {
-      const __m512 ve = _mm512_set1_ps(e[i]);
-      const float* r = rows[i] + d;
-      a0 = _mm512_fmadd_ps(ve, _mm512_loadu_ps(r), a0);
-      a1 = _mm512_fmadd_ps(ve, _mm512_loadu_ps(r + 16), a1);
-      a2 = _mm512_fmadd_ps(ve, _mm512_loadu_ps(r + 32), a2);
-      a3 = _mm512_fmadd_ps(ve, _mm512_loadu_ps(r + 48), a3);
-    }
-    _mm512_storeu_ps(acc + d, a0);
-    _mm512_storeu_ps(acc + d + 16, a1);
-    _mm512_storeu_ps(acc + d + 32, a2);
-    _mm512_storeu_ps(acc + d + 48, a3);
+// acc[d .. d+16C) += Σ_i e[i]·rows[i][d .. d+16C): the general path's arithmetic, unmasked, with
+// the chunk count a constant. Head dimension 32 ran the general path with two of its four
+// accumulators on all-zero masks: half its FMAs and loads did nothing.
+template <int C>
+void tileAxpyChunks(float* acc, const float* e, const float* const* rows, size_t n, size_t d) {
+  __m512 a[C];
+  for (int c = 0; c < C; ++c) a[c] = _mm512_loadu_ps(acc + d + c * 16);
+  for (size_t i = 0; i < n; ++i) {
+    const __m512 ve = _mm512_set1_ps(e[i]);
+    const float* r = rows[i] + d;
+    for (int c = 0; c < C; ++c) a[c] = _mm512_fmadd_ps(ve, _mm512_loadu_ps(r + c * 16), a[c]);
   }
+  for (int c = 0; c < C; ++c) _mm512_storeu_ps(acc + d + c * 16, a[c]);
 }
 }  // namespace
 
@@ -115,7 +110,20 @@ void attnTileDotsAvx512(const float* q, const float* const* rows, size_t n, size
 }
 
 void attnTileAxpyAvx512(float* acc, const float* e, const float* const* rows, size_t n, size_t hd) {
-  if (hd % 64 == 0) return tileAxpyFull(acc, e, rows, n, hd);
+  if (hd % 16 == 0) {
+    size_t d = 0;
+    for (; d + 64 <= hd; d += 64) tileAxpyChunks<4>(acc, e, rows, n, d);
+    switch ((hd - d) / 16) {
+      case 3:
+        return tileAxpyChunks<3>(acc, e, rows, n, d);
+      case 2:
+        return tileAxpyChunks<2>(acc, e, rows, n, d);
+      case 1:
+        return tileAxpyChunks<1>(acc, e, rows, n, d);
+      default:
+        return;
+    }
+  }
   // The accumulator stays in registers across the tile, 64 columns at a time.
   for (size_t d = 0; d < hd; d += 64) {
     const size_t w = hd - d < 64 ? hd - d : 64;
