@@ -79,6 +79,7 @@ export {
   copyPretrain,
   type DapoExtras,
   dapoIteration,
+  dapoLossConfig,
   demoSample,
   type EvalResult,
   episodeStats,

@@ -123,6 +123,12 @@ export interface PipelineConfig {
     clipLow: number;
     clipHigh: number;
     agg: LossAggregation;
+    /**
+     * Dr.GRPO's constant for agg 'seq-mean-token-sum-norm': each sample's token sum is divided by
+     * it. 0 (the default) = the stage's generation budget, maxTurns × episode.maxTokensPerTurn
+     * (Dr.GRPO divides by the max generation length).
+     */
+    normLength: number;
     estimator: 'grpo' | 'drgrpo' | 'rloo';
     dropZeroAdvantage: boolean;
     /**
@@ -194,6 +200,7 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
     clipLow: 0.2,
     clipHigh: 0.28,
     agg: 'token-mean',
+    normLength: 0,
     estimator: 'grpo',
     dropZeroAdvantage: true,
     refillRounds: 0,
@@ -491,6 +498,7 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
       clipLow: 'unit',
       clipHigh: 'num0',
       agg: ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum', 'seq-mean-token-sum-norm'],
+      normLength: 'int0',
       estimator: ['grpo', 'drgrpo', 'rloo'],
       dropZeroAdvantage: 'bool',
       refillRounds: 'int0',
@@ -517,12 +525,6 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
     );
   if (c.dapo.samplesPerTask < 2 && c.dapo.enabled)
     fail('dapo.samplesPerTask', 'at least 2 (a group)', c.dapo.samplesPerTask);
-  if (c.dapo.agg === 'seq-mean-token-sum-norm')
-    fail(
-      'dapo.agg',
-      "a mode other than 'seq-mean-token-sum-norm' (the pipeline has no normLength setting yet)",
-      c.dapo.agg,
-    );
   return c;
 }
 

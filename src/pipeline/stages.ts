@@ -23,6 +23,7 @@ import { runRollouts } from '../rollout/rollouts.js';
 import { policySamples, rftSamples } from '../rollout/samples.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { AdamW, warmupCosineLr } from '../train/adamw.js';
+import type { PolicyLossConfig } from '../train/losses.js';
 import { sequenceLogprobs } from '../train/reference.js';
 import { type StepMetrics, Trainer, type TrainSample } from '../train/trainer.js';
 import { type DapoStageConfig, type PipelineConfig, promptStyleOf } from './config.js';
@@ -332,6 +333,21 @@ export async function rft(
   return stats;
 }
 
+/**
+ * The policy loss a DAPO stage trains with. Dr.GRPO's `seq-mean-token-sum-norm` divides by
+ * `dapo.normLength`, or by default by the stage's generation budget (turns × tokens per turn).
+ */
+export function dapoLossConfig(c: PipelineConfig, stage: DapoStageConfig): PolicyLossConfig {
+  return {
+    clipLow: c.dapo.clipLow,
+    clipHigh: c.dapo.clipHigh,
+    agg: c.dapo.agg,
+    normLength: c.dapo.normLength || stage.maxTurns * c.episode.maxTokensPerTurn,
+    klCoef: c.dapo.klCoef,
+    entropyCoef: c.dapo.entropyCoef,
+  };
+}
+
 /** Extras of {@link dapoIteration}. */
 export interface DapoExtras {
   /** The frozen reference policy for the KL penalty (required when c.dapo.klCoef > 0). */
@@ -405,15 +421,7 @@ export async function dapoIteration(
     const order = shuffled(batch.samples, c.seed + iteration);
     const per = Math.ceil(order.length / c.dapo.stepsPerIteration);
     for (let b = 0; b < order.length; b += per) {
-      steps.push(
-        await trainer.policyStep(order.slice(b, b + per), {
-          clipLow: c.dapo.clipLow,
-          clipHigh: c.dapo.clipHigh,
-          agg: c.dapo.agg,
-          klCoef: c.dapo.klCoef,
-          entropyCoef: c.dapo.entropyCoef,
-        }),
-      );
+      steps.push(await trainer.policyStep(order.slice(b, b + per), dapoLossConfig(c, stage)));
     }
   }
   const trainSeconds = (performance.now() - t1) / 1000;

@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import {
   AdamW,
   dapoIteration,
+  dapoLossConfig,
   Engine,
   generateMiniSweTasks,
   isolationAvailable,
@@ -268,6 +269,26 @@ describe.skipIf(!canSandbox)('rollouts and the trainer', () => {
       code: 'INVALID_ARGUMENT',
     });
   }, 120_000);
+
+  it("Dr.GRPO from the config: 'seq-mean-token-sum-norm' divides by normLength, by default the generation budget", async () => {
+    const stage = { iterations: 1, maxTurns: 3, maxContextTokens: 3072, tasksPerIteration: 1 };
+    const drgrpo = (dapo: Record<string, unknown>) =>
+      resolveConfig({ dapo: { estimator: 'drgrpo', agg: 'seq-mean-token-sum-norm', ...dapo } }, 'smoke');
+    const auto = dapoLossConfig(drgrpo({}), stage);
+    expect(auto).toMatchObject({ agg: 'seq-mean-token-sum-norm', normLength: 3 * 64 }); // smoke: 64 tokens a turn
+    expect(dapoLossConfig(drgrpo({ normLength: 500 }), stage).normLength).toBe(500);
+    expect(() => drgrpo({ normLength: -1 })).toThrow(/dapo\.normLength/);
+    // The trainer takes it: one sample's loss is its token sum over normLength (advantage 1, ratio 1: −n/normLength).
+    const { model } = setup();
+    const tokens = Int32Array.from([1, 2, 3, 4, 5, 6]);
+    const lossMask = Float32Array.from([0, 0, 1, 1, 1, 0]);
+    const own = await sequenceLogprobs(model, tokens);
+    const step = await new Trainer(model, { optimizer: new AdamW(model, { lr: 0 }) }).policyStep(
+      [{ tokens, lossMask, advantage: 1, oldLogprobs: own }],
+      auto,
+    );
+    expect(step.loss).toBeCloseTo(-3 / (3 * 64), 6);
+  });
 
   it('group advantages, dynamic sampling and RFT selection', () => {
     const rec = (id: string, reward: number, resolved: boolean, finishReason = 'submit') =>
