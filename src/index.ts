@@ -79,6 +79,7 @@ export {
   copyPretrain,
   type DapoExtras,
   dapoIteration,
+  dapoIterationLr,
   dapoLossConfig,
   demoSample,
   type EvalResult,

@@ -120,6 +120,12 @@ export interface PipelineConfig {
     samplesPerTask: number;
     stepsPerIteration: number;
     lr: number;
+    /**
+     * The learning rate over DAPO's iterations: 'constant' (the paper's), or 'cosine' from `lr` at
+     * the first iteration to `lr · minLrRatio` after the last (verl's `lr_scheduler_type`).
+     */
+    lrSchedule: 'constant' | 'cosine';
+    minLrRatio: number;
     clipLow: number;
     clipHigh: number;
     agg: LossAggregation;
@@ -197,6 +203,8 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
     samplesPerTask: 4,
     stepsPerIteration: 2,
     lr: 3e-4,
+    lrSchedule: 'constant',
+    minLrRatio: 0,
     clipLow: 0.2,
     clipHigh: 0.28,
     agg: 'token-mean',
@@ -495,6 +503,8 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
       samplesPerTask: 'int+',
       stepsPerIteration: 'int+',
       lr: 'num0',
+      lrSchedule: ['constant', 'cosine'],
+      minLrRatio: 'unit',
       clipLow: 'unit',
       clipHigh: 'num0',
       agg: ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum', 'seq-mean-token-sum-norm'],

@@ -34,6 +34,7 @@ import { writeReport } from './report.js';
 import {
   copyPretrain,
   dapoIteration,
+  dapoIterationLr,
   demoSample,
   type EvalResult,
   evaluate,
@@ -362,10 +363,13 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     let pool = [...rlTasks];
     // The DAPO optimizer's moments continue across a resume (checkpoints of DAPO iterations hold them).
     const saved = state.checkpoint ? join(state.checkpoint, 'optimizer.safetensors') : null;
+    // The rate is set per iteration (dapoIterationLr), so a resume continues the schedule.
+    let iterationLr = c.dapo.lr;
+    const lr = () => iterationLr;
     const optimizer =
       saved && (await fileExists(saved))
-        ? await AdamW.load(model, saved, { lr: c.dapo.lr, weightDecay: 0 })
-        : new AdamW(model, { lr: c.dapo.lr, weightDecay: 0 });
+        ? await AdamW.load(model, saved, { lr, weightDecay: 0 })
+        : new AdamW(model, { lr, weightDecay: 0 });
     // The KL reference: the policy as DAPO found it, kept on disk so that a resume uses the same one.
     let reference: Model | undefined;
     if (c.dapo.klCoef > 0) {
@@ -388,6 +392,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
         const order = shuffled(pool, c.seed * 31 + si * 1000 + it);
         const tasks = order.slice(0, stage.tasksPerIteration);
         if (done(phase)) continue;
+        iterationLr = dapoIterationLr(c, state.dapoIterations);
         const { metrics, records } = await dapoIteration(
           policy,
           tasks,

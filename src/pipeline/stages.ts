@@ -348,6 +348,17 @@ export function dapoLossConfig(c: PipelineConfig, stage: DapoStageConfig): Polic
   };
 }
 
+/**
+ * The learning rate of DAPO iteration `i` (0-based, over all stages): `dapo.lr`, or with
+ * `lrSchedule: 'cosine'` lr · (m + (1 − m) · (1 + cos(π i / N)) / 2) for N iterations in all.
+ */
+export function dapoIterationLr(c: PipelineConfig, i: number): number {
+  if (c.dapo.lrSchedule === 'constant') return c.dapo.lr;
+  const n = c.dapo.stages.reduce((a, st) => a + st.iterations, 0);
+  const m = c.dapo.minLrRatio;
+  return c.dapo.lr * (m + ((1 - m) * (1 + Math.cos((Math.PI * Math.min(i, n)) / Math.max(1, n)))) / 2);
+}
+
 /** Extras of {@link dapoIteration}. */
 export interface DapoExtras {
   /** The frozen reference policy for the KL penalty (required when c.dapo.klCoef > 0). */
@@ -434,6 +445,7 @@ export async function dapoIteration(
     droppedGroups: batch.droppedGroups,
     trainedSamples: batch.samples.length,
     steps: steps.length,
+    lr: steps[0]?.lr ?? 0,
     loss: mean((m) => m.loss),
     entropy: mean((m) => m.entropy),
     clipFracLow: mean((m) => m.clipFracLow),

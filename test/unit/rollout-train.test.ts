@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import {
   AdamW,
   dapoIteration,
+  dapoIterationLr,
   dapoLossConfig,
   Engine,
   generateMiniSweTasks,
@@ -326,5 +327,26 @@ describe.skipIf(!canSandbox)('rollouts and the trainer', () => {
     expect(rftSamples(records as never).length).toBe(1);
     const rloo = policySamples(records as never, { estimator: 'rloo' });
     expect(rloo.samples[0]?.advantage).toBeCloseTo(1 - 0, 6); // 1 − mean of the others (0, 0)
+  });
+});
+
+describe('the DAPO learning rate over iterations', () => {
+  it("'constant' keeps dapo.lr; 'cosine' falls from lr to lr · minLrRatio over all stages' iterations", () => {
+    const stages = [
+      { iterations: 4, maxTurns: 7, maxContextTokens: 3072, tasksPerIteration: 4 },
+      { iterations: 4, maxTurns: 7, maxContextTokens: 3072, tasksPerIteration: 4 },
+    ];
+    const constant = resolveConfig({ dapo: { lr: 1e-4, stages } });
+    expect([0, 3, 7].map((i) => dapoIterationLr(constant, i))).toEqual([1e-4, 1e-4, 1e-4]);
+    const cosine = resolveConfig({ dapo: { lr: 1e-4, lrSchedule: 'cosine', stages } });
+    const lrs = Array.from({ length: 9 }, (_, i) => dapoIterationLr(cosine, i));
+    expect(lrs[0]).toBe(1e-4);
+    expect(lrs[4]).toBeCloseTo(5e-5, 12); // half way over the 8 iterations of both stages
+    expect(lrs[8]).toBeCloseTo(0, 12);
+    for (let i = 1; i < lrs.length; i++) expect(lrs[i] as number).toBeLessThan(lrs[i - 1] as number);
+    const floor = resolveConfig({ dapo: { lr: 1e-4, lrSchedule: 'cosine', minLrRatio: 0.1, stages } });
+    expect(dapoIterationLr(floor, 8)).toBeCloseTo(1e-5, 12);
+    expect(() => resolveConfig({ dapo: { lrSchedule: 'linear' } })).toThrow(/dapo\.lrSchedule/);
+    expect(() => resolveConfig({ dapo: { minLrRatio: 2 } })).toThrow(/dapo\.minLrRatio/);
   });
 });
