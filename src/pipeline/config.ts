@@ -108,6 +108,13 @@ export interface PipelineConfig {
   eval: { k: number };
   rft: {
     enabled: boolean;
+    /**
+     * With N > 0, RFT samples the first N of the RL tasks and DAPO trains on the others, tasks
+     * the policy has not been fine-tuned on (with a pool of thousands, as the paper's, one RFT
+     * epoch memorises little; with tens, DAPO on RFT's own tasks mostly replays their fixes).
+     * 0 = both on all of them.
+     */
+    tasks: number;
     samplesPerTask: number;
     epochs: number;
     lr: number;
@@ -196,7 +203,7 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
   },
   tokenizer: { vocabSize: 2048, split: 'identifiers' },
   eval: { k: 2 },
-  rft: { enabled: true, samplesPerTask: 2, epochs: 2, lr: 5e-4, warmupRatio: 0.1, batchSize: 8 },
+  rft: { enabled: true, tasks: 0, samplesPerTask: 2, epochs: 2, lr: 5e-4, warmupRatio: 0.1, batchSize: 8 },
   dapo: {
     enabled: true,
     stages: [{ iterations: 3, maxTurns: 12, maxContextTokens: 6144, tasksPerIteration: 8 }],
@@ -294,7 +301,7 @@ export const PRESETS: Record<string, PipelineConfig> = {
     },
     tokenizer: { ...BASE.tokenizer, vocabSize: 600 },
     eval: { k: 1 },
-    rft: { enabled: true, samplesPerTask: 1, epochs: 1, lr: 5e-4, warmupRatio: 0.1, batchSize: 4 },
+    rft: { enabled: true, tasks: 0, samplesPerTask: 1, epochs: 1, lr: 5e-4, warmupRatio: 0.1, batchSize: 4 },
     dapo: {
       ...BASE.dapo,
       stages: [{ iterations: 1, maxTurns: 8, maxContextTokens: 3072, tasksPerIteration: 3 }],
@@ -478,12 +485,32 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
       `0 or fewer than miniSwe.trainTasks (${c.miniSwe.trainTasks}), to leave tasks for RL`,
       c.warmStart.demoTasks,
     );
+  if (
+    c.tasksFile === null &&
+    c.modelDir === null &&
+    c.rft.tasks > 0 &&
+    c.dapo.enabled &&
+    c.warmStart.demoTasks + c.rft.tasks >= c.miniSwe.trainTasks
+  )
+    fail(
+      'rft.tasks',
+      `0 or fewer than the RL tasks (miniSwe.trainTasks ${c.miniSwe.trainTasks} less warmStart.demoTasks ${c.warmStart.demoTasks}), to leave tasks for DAPO`,
+      c.rft.tasks,
+    );
   check(c.tokenizer as never, { vocabSize: 'int+', split: ['qwen2', 'identifiers', 'stems'] }, 'tokenizer.');
   if (c.tokenizer.vocabSize < 300) fail('tokenizer.vocabSize', 'at least 300', c.tokenizer.vocabSize);
   check(c.eval as never, { k: 'int+' }, 'eval.');
   check(
     c.rft as never,
-    { enabled: 'bool', samplesPerTask: 'int+', epochs: 'int0', lr: 'num0', warmupRatio: 'unit', batchSize: 'int+' },
+    {
+      enabled: 'bool',
+      tasks: 'int0',
+      samplesPerTask: 'int+',
+      epochs: 'int0',
+      lr: 'num0',
+      warmupRatio: 'unit',
+      batchSize: 'int+',
+    },
     'rft.',
   );
   const d = c.dapo as unknown as Record<string, unknown>;

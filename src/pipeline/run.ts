@@ -240,6 +240,14 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     );
   const demoPool = split ? train.slice(0, c.warmStart.demoTasks) : train;
   const rlTasks = split ? train.slice(c.warmStart.demoTasks) : train;
+  // With rft.tasks, RFT samples the first of them and DAPO trains on the others.
+  if (c.rft.tasks > 0 && c.rft.enabled && c.dapo.enabled && c.rft.tasks >= rlTasks.length)
+    throw new SwerlError(
+      `rft.tasks (${c.rft.tasks}) must leave RL tasks for DAPO (there are ${rlTasks.length})`,
+      'INVALID_CONFIG',
+    );
+  const rftTasks = c.rft.tasks > 0 ? rlTasks.slice(0, c.rft.tasks) : rlTasks;
+  const dapoTasks = c.rft.tasks > 0 && c.rft.enabled ? rlTasks.slice(c.rft.tasks) : rlTasks;
 
   if (c.engine.backend === 'remote') {
     // Evaluation only (the config check guarantees no training stage): the server holds the weights.
@@ -350,7 +358,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
   if (!done('eval-base')) await recordEval('eval-base', await evaluate(policy, test, c, 'base', hooks));
 
   if (c.rft.enabled && !done('rft')) {
-    const s = await rft(policy, rlTasks, c, hooks);
+    const s = await rft(policy, rftTasks, c, hooks);
     say(
       `rft: ${s.kept} resolved trajectories kept of ${s.episodes} (${((s.resolved ?? 0) * 100).toFixed(1)}% resolved)`,
     );
@@ -360,7 +368,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
   if (c.rft.enabled && !done('eval-rft')) await recordEval('eval-rft', await evaluate(policy, test, c, 'rft', hooks));
 
   if (c.dapo.enabled) {
-    let pool = [...rlTasks];
+    let pool = [...dapoTasks];
     // The DAPO optimizer's moments continue across a resume (checkpoints of DAPO iterations hold them).
     const saved = state.checkpoint ? join(state.checkpoint, 'optimizer.safetensors') : null;
     // The rate is set per iteration (dapoIterationLr), so a resume continues the schedule.

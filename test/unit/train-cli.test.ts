@@ -57,6 +57,7 @@ describe('node train.js', () => {
       bad({ miniSwe: { issue: 'error' }, warmStart: { style: 'thorough' } }, /warmStart\.style/); // needs the script
       bad({ dapo: { klCoef: 'high' } }, /dapo\.klCoef/);
       bad({ dapo: { maskFormatErrors: 1 } }, /dapo\.maskFormatErrors/);
+      bad({ rft: { tasks: 64 } }, /rft\.tasks/); // none left for DAPO
       bad({ warmStart: { foreignFormat: -0.1 } }, /warmStart\.foreignFormat/);
       bad({ tokenizer: { split: 'words' } }, /tokenizer\.split/);
       bad('{ not json', /not valid JSON/);
@@ -81,8 +82,11 @@ describe('node train.js', () => {
         cfg,
         JSON.stringify({
           preset: 'smoke',
-          // Demonstrations from the first 3 of the 6 training tasks, RL on the other 3; the compact prompt.
+          // Demonstrations from the first 3 of the 8 training tasks, RFT on the next 2 and DAPO on the
+          // last 3 (rft.tasks); the compact prompt.
+          miniSwe: { trainTasks: 8 },
           warmStart: { demoTasks: 3 },
+          rft: { tasks: 2 },
           episode: { prompt: 'compact' },
           dapo: {
             stages: [{ iterations: 2, maxTurns: 8, maxContextTokens: 3072, tasksPerIteration: 3 }],
@@ -165,9 +169,12 @@ describe('node train.js', () => {
         const opt = await AdamW.load(model, join(dir, 'optimizer.safetensors'));
         expect(opt.stepCount).toBe(iterations.reduce((a, e) => a + e.steps, 0));
         expect(state.dapoIterations).toBe(2);
-        // RL ran on the 3 tasks the demonstrations did not use.
+        // RFT sampled 2 tasks the demonstrations did not use, and DAPO the 3 others.
         expect(state.dapoStage.pool).toHaveLength(3);
-        expect(events.find((e) => e.stage === 'rft' && e.event === 'rollouts')?.episodes).toBe(3);
+        expect(events.find((e) => e.stage === 'rft' && e.event === 'rollouts')?.episodes).toBe(2);
+        const rftIds = new Set((await readRollouts(join(run, 'rollouts', 'rft.msgpack'))).map((r) => r.instance_id));
+        expect(rftIds.size).toBe(2);
+        expect(state.dapoStage.pool.some((id: string) => rftIds.has(id))).toBe(false);
         expect(state.dapoStage.index).toBe(0);
         // Every phase's rollouts, once each (the killed phases' were rewritten, not appended).
         expect(readdirSync(join(run, 'rollouts')).sort()).toEqual(
