@@ -494,6 +494,7 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
     c.tasksFile === null &&
     c.modelDir === null &&
     c.rft.tasks > 0 &&
+    c.rft.enabled &&
     c.dapo.enabled &&
     c.warmStart.demoTasks + c.rft.tasks >= c.miniSwe.trainTasks
   )

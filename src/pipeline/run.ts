@@ -96,7 +96,8 @@ interface RunState {
 
 const EVAL_NAMES: Record<string, string> = { 'eval-base': 'base', 'eval-rft': 'rft', 'eval-dapo': 'dapo' };
 
-function hashConfig(c: PipelineConfig): string {
+/** The config's hash in state.json: `--resume` refuses a run folder whose hash differs. */
+export function hashConfig(c: PipelineConfig): string {
   return createHash('sha256').update(JSON.stringify(c)).digest('hex').slice(0, 16);
 }
 

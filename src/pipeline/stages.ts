@@ -22,7 +22,7 @@ import type { RolloutRecord } from '../rollout/record.js';
 import { runRollouts } from '../rollout/rollouts.js';
 import { policySamples, rftSamples } from '../rollout/samples.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
-import { AdamW, warmupCosineLr } from '../train/adamw.js';
+import { AdamW, cosineDecay, warmupCosineLr } from '../train/adamw.js';
 import type { PolicyLossConfig } from '../train/losses.js';
 import { sequenceLogprobs } from '../train/reference.js';
 import { type StepMetrics, Trainer, type TrainSample } from '../train/trainer.js';
@@ -355,8 +355,7 @@ export function dapoLossConfig(c: PipelineConfig, stage: DapoStageConfig): Polic
 export function dapoIterationLr(c: PipelineConfig, i: number): number {
   if (c.dapo.lrSchedule === 'constant') return c.dapo.lr;
   const n = c.dapo.stages.reduce((a, st) => a + st.iterations, 0);
-  const m = c.dapo.minLrRatio;
-  return c.dapo.lr * (m + ((1 - m) * (1 + Math.cos((Math.PI * Math.min(i, n)) / Math.max(1, n)))) / 2);
+  return c.dapo.lr * cosineDecay(Math.min(i, n) / Math.max(1, n), c.dapo.minLrRatio);
 }
 
 /** Extras of {@link dapoIteration}. */

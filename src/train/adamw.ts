@@ -17,6 +17,11 @@ export function constantLr(lr: number): LrSchedule {
   return () => lr;
 }
 
+/** The cosine decay's factor at `progress` in [0, 1]: 1 at 0, `minRatio` at 1. */
+export function cosineDecay(progress: number, minRatio: number): number {
+  return minRatio + (1 - minRatio) * 0.5 * (1 + Math.cos(Math.PI * progress));
+}
+
 /**
  * Linear warmup from 0 to `peak` over `warmupSteps`, then cosine decay to `peak · minRatio` at
  * `totalSteps` (transformers' get_cosine_schedule_with_warmup, with a floor), as the paper's RFT
@@ -38,7 +43,7 @@ export function warmupCosineLr(o: {
   return (step) => {
     if (step <= o.warmupSteps) return (o.peak * step) / Math.max(1, o.warmupSteps);
     const progress = Math.min(1, (step - o.warmupSteps) / (o.totalSteps - o.warmupSteps));
-    return o.peak * (minRatio + (1 - minRatio) * 0.5 * (1 + Math.cos(Math.PI * progress)));
+    return o.peak * cosineDecay(progress, minRatio);
   };
 }
 
