@@ -126,6 +126,11 @@ export interface PipelineConfig {
     stages: DapoStageConfig[];
     samplesPerTask: number;
     stepsPerIteration: number;
+    /**
+     * Passes over each iteration's samples (verl's `ppo_epochs`, TRL's `num_iterations`); each
+     * pass takes `stepsPerIteration` steps over a fresh shuffle. 1 = the paper's (each sample once).
+     */
+    epochs: number;
     lr: number;
     /**
      * The learning rate over DAPO's iterations: 'constant' (the paper's), or 'cosine' from `lr` at
@@ -209,6 +214,7 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
     stages: [{ iterations: 3, maxTurns: 12, maxContextTokens: 6144, tasksPerIteration: 8 }],
     samplesPerTask: 4,
     stepsPerIteration: 2,
+    epochs: 1,
     lr: 3e-4,
     lrSchedule: 'constant',
     minLrRatio: 0,
@@ -535,6 +541,7 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
       enabled: 'bool',
       samplesPerTask: 'int+',
       stepsPerIteration: 'int+',
+      epochs: 'int+',
       lr: 'num0',
       lrSchedule: ['constant', 'cosine'],
       minLrRatio: 'unit',

@@ -427,8 +427,10 @@ export async function dapoIteration(
   const trainer = new Trainer(p.model, { optimizer });
   const steps: StepMetrics[] = [];
   const t1 = performance.now();
-  if (batch.samples.length > 0) {
-    const order = shuffled(batch.samples, c.seed + iteration);
+  // Every pass's steps take the rollout policy's logprobs as the ratio's denominator, so passes
+  // after the first are off-policy by design and the clip bounds them (PPO's epochs).
+  for (let epoch = 0; epoch < c.dapo.epochs && batch.samples.length > 0; epoch++) {
+    const order = shuffled(batch.samples, c.seed + iteration + epoch * 7_919_993);
     const per = Math.ceil(order.length / c.dapo.stepsPerIteration);
     for (let b = 0; b < order.length; b += per) {
       steps.push(await trainer.policyStep(order.slice(b, b + per), dapoLossConfig(c, stage)));
@@ -442,6 +444,7 @@ export async function dapoIteration(
     ...episodeStats(records),
     groups: batch.groups,
     droppedGroups: batch.droppedGroups,
+    droppedUntrained: batch.droppedUntrained,
     trainedSamples: batch.samples.length,
     steps: steps.length,
     lr: steps[0]?.lr ?? 0,

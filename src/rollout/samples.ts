@@ -44,6 +44,11 @@ export interface PolicyBatch {
   groups: number;
   droppedGroups: number;
   droppedOverlong: number;
+  /**
+   * Samples left out because no token of theirs is trained (every turn a format error, with
+   * maskFormatErrors): they carry no gradient, and a mini-batch of only such samples has no loss.
+   */
+  droppedUntrained: number;
 }
 
 /** Group advantages of rewards (one group). */
@@ -67,7 +72,14 @@ export function policySamples(records: RolloutRecord[], o: PolicySampleOptions =
     g.push(r);
     byTask.set(r.instance_id, g);
   }
-  const out: PolicyBatch = { samples: [], records: [], groups: byTask.size, droppedGroups: 0, droppedOverlong: 0 };
+  const out: PolicyBatch = {
+    samples: [],
+    records: [],
+    groups: byTask.size,
+    droppedGroups: 0,
+    droppedOverlong: 0,
+    droppedUntrained: 0,
+  };
   for (const group of byTask.values()) {
     let members = group;
     if (o.filterOverlong) {
@@ -82,9 +94,14 @@ export function policySamples(records: RolloutRecord[], o: PolicySampleOptions =
     }
     const adv = groupAdvantages(rewards, o.estimator ?? 'grpo', o.eps ?? 1e-6);
     members.forEach((r, k) => {
+      const mask = lossMask(r, o);
+      if (!mask.some((x) => x !== 0)) {
+        out.droppedUntrained++;
+        return;
+      }
       out.samples.push({
         tokens: r.tokens,
-        lossMask: lossMask(r, o),
+        lossMask: mask,
         advantage: adv[k] as number,
         oldLogprobs: r.logprobs,
       });

@@ -271,6 +271,39 @@ describe.skipIf(!canSandbox)('rollouts and the trainer', () => {
     });
   }, 120_000);
 
+  it('DAPO epochs: each pass over the iteration samples takes stepsPerIteration steps', async () => {
+    const { tokenizer, model } = setup();
+    const engine = new Engine({ model, kvBlocks: 2048, blockSize: 16 });
+    const tasks = await generateMiniSweTasks({ count: 1, seed: 5, difficulty: 0 });
+    const stage = { iterations: 1, maxTurns: 1, maxContextTokens: 3072, tasksPerIteration: 1 };
+    const policy = { model, engine, tokenizer };
+    const steps = [];
+    for (const epochs of [1, 3]) {
+      // Flat groups kept (dropZeroAdvantage false), so that a random model's samples are trained.
+      const c = resolveConfig(
+        {
+          dapo: { samplesPerTask: 4, stepsPerIteration: 2, epochs, dropZeroAdvantage: false, maskFormatErrors: false },
+          episode: { maxTokensPerTurn: 8 },
+        },
+        'smoke',
+      );
+      const optimizer = new AdamW(model, { lr: 1e-3 });
+      const { metrics } = await dapoIteration(policy, tasks, c, stage, 1, optimizer, { log: () => {} });
+      expect(metrics.trainedSamples).toBe(4);
+      steps.push(metrics.steps);
+    }
+    expect(steps).toEqual([2, 6]);
+    // Under maskFormatErrors a random model's episodes (all format errors) train nothing: no step,
+    // where a mini-batch of them used to fail the iteration.
+    const masked = resolveConfig(
+      { dapo: { samplesPerTask: 4, dropZeroAdvantage: false, maskFormatErrors: true }, episode: { maxTokensPerTurn: 8 } },
+      'smoke',
+    );
+    const { metrics } = await dapoIteration(policy, tasks, masked, stage, 2, new AdamW(model), { log: () => {} });
+    expect([metrics.trainedSamples, metrics.steps]).toEqual([0, 0]);
+    expect(() => resolveConfig({ dapo: { epochs: 0 } }, 'smoke')).toThrow(/dapo\.epochs/);
+  }, 120_000);
+
   it("Dr.GRPO from the config: 'seq-mean-token-sum-norm' divides by normLength, by default the generation budget", async () => {
     const stage = { iterations: 1, maxTurns: 3, maxContextTokens: 3072, tasksPerIteration: 1 };
     const drgrpo = (dapo: Record<string, unknown>) =>
@@ -327,6 +360,17 @@ describe.skipIf(!canSandbox)('rollouts and the trainer', () => {
     expect(rftSamples(records as never).length).toBe(1);
     const rloo = policySamples(records as never, { estimator: 'rloo' });
     expect(rloo.samples[0]?.advantage).toBeCloseTo(1 - 0, 6); // 1 − mean of the others (0, 0)
+    // An episode whose every turn is a format error has nothing trained under maskFormatErrors:
+    // it still counts in its group's advantages, but is not a sample (a mini-batch of only such
+    // samples would have no loss). Unmasked, it is trained.
+    const malformed = { ...rec('a', 0, false), turns: [{ ...rec('a', 0, false).turns[0], formatError: 'no command' }] };
+    const withMalformed = [...records.slice(0, 2), malformed];
+    const masked = policySamples(withMalformed as never);
+    expect(masked.droppedUntrained).toBe(1);
+    expect(masked.samples.length).toBe(2);
+    expect(masked.samples.map((x) => x.advantage)).toEqual(batch.samples.slice(0, 2).map((x) => x.advantage));
+    const unmasked = policySamples(withMalformed as never, { maskFormatErrors: false });
+    expect([unmasked.droppedUntrained, unmasked.samples.length]).toEqual([0, 3]);
   });
 });
 
