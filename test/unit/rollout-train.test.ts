@@ -296,7 +296,10 @@ describe.skipIf(!canSandbox)('rollouts and the trainer', () => {
     // Under maskFormatErrors a random model's episodes (all format errors) train nothing: no step,
     // where a mini-batch of them used to fail the iteration.
     const masked = resolveConfig(
-      { dapo: { samplesPerTask: 4, dropZeroAdvantage: false, maskFormatErrors: true }, episode: { maxTokensPerTurn: 8 } },
+      {
+        dapo: { samplesPerTask: 4, dropZeroAdvantage: false, maskFormatErrors: true },
+        episode: { maxTokensPerTurn: 8 },
+      },
       'smoke',
     );
     const { metrics } = await dapoIteration(policy, tasks, masked, stage, 2, new AdamW(model), { log: () => {} });
