@@ -17,12 +17,13 @@
  * configure the host's git. Host-side file access resolves symlinks and rejects paths that leave
  * the workspace (PATH_ESCAPE).
  */
-import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { chownSync, mkdirSync, readdirSync, readFileSync, readlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { chmod, cp, lchown, lstat, mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { invalidArgument, SwerlError } from '../errors.js';
+import { type SpawnedChild, spawnRelayed } from './spawn-relay.js';
 
 /** What an exec returns. */
 export interface ExecResult {
@@ -171,7 +172,7 @@ export class LocalSandbox {
   readonly #meta: string; // outside the workspace: git metadata
   readonly #o: Limits;
   readonly #uid: number | null;
-  readonly #running = new Set<ChildProcess>();
+  readonly #running = new Set<SpawnedChild>();
   #closed = false;
 
   private constructor(root: string, meta: string, isolation: Isolation, o: Limits, uid: number | null) {
@@ -300,10 +301,9 @@ export class LocalSandbox {
     argv.push('/bin/sh', '-c', 'exec 2>&1; exec /bin/bash -c "$0"', command);
     const started = performance.now();
     return new Promise<ExecResult>((resolvePromise) => {
-      const child = spawn('prlimit', argv, {
+      const child = spawnRelayed('prlimit', argv, {
         cwd: this.root,
         detached: true, // its own process group: a timeout kills all of it
-        stdio: ['ignore', 'pipe', 'pipe'],
         env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: this.root, LANG: 'C.UTF-8', TERM: 'dumb' },
       });
       this.#running.add(child);
@@ -328,8 +328,8 @@ export class LocalSandbox {
         }
         if (seen > 64 * cap + 1_000_000) kill(); // a flood: stop it rather than drain it forever
       };
-      child.stdout?.on('data', onData);
-      child.stderr?.on('data', onData);
+      child.stdout.on('data', onData);
+      child.stderr.on('data', onData);
       const timer = setTimeout(() => {
         timedOut = true;
         kill();
@@ -433,7 +433,7 @@ export class LocalSandbox {
   // git over the workspace with its metadata outside it and no user or system configuration.
   #git(args: string[]): Promise<string> {
     return new Promise((resolvePromise, reject) => {
-      const child = spawn(
+      const child = spawnRelayed(
         'git',
         [
           '-c',
@@ -451,7 +451,6 @@ export class LocalSandbox {
             GIT_CONFIG_NOSYSTEM: '1',
             GIT_CONFIG_GLOBAL: '/dev/null',
           },
-          stdio: ['ignore', 'pipe', 'pipe'],
         },
       );
       let out = '';
