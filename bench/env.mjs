@@ -7,6 +7,7 @@
  * after another with evaluatePatch.
  */
 import { spawn } from 'node:child_process';
+import { spawnRelayed } from '../dist/env/spawn-relay.js';
 import {
   closeEvaluationPool,
   evaluatePatch,
@@ -53,6 +54,7 @@ export async function envSuite(ctx) {
   const execRate = cycles / ((performance.now() - t0) / 1000);
   await sb.close();
   await evaluateRecord(ctx, meta);
+  await spawnRecord(ctx, meta);
   meta.sandbox = {
     isolation,
     cycles,
@@ -86,4 +88,39 @@ async function evaluateRecord(ctx, meta) {
     baseline: { name: 'evaluatePatch one task after another', value: sequential },
   });
   meta.evaluate = { tasks: n, resolved: out.filter((e) => e.resolved).length, sequentialTasksPerSecond: sequential };
+}
+
+/**
+ * env.spawn.relayed_per_s: `sh -c true` spawns per second (one after another) through the spawn
+ * relay, beside direct spawns, from this process with 700 MB resident, as a training run holds
+ * (the model, the KV cache): a direct spawn forks this process and copies its page tables.
+ * @param {import('./sample.mjs').SuiteContext} ctx
+ * @param {Record<string, unknown>} meta
+ */
+async function spawnRecord(ctx, meta) {
+  const n = ctx.quick ? 20 : 200;
+  const residentMiB = 700;
+  const resident = Buffer.alloc(residentMiB * 2 ** 20, 1); // filled, so every page is resident
+  const env = { PATH: '/usr/bin:/bin' };
+  const rate = async () => {
+    const t0 = performance.now();
+    for (let i = 0; i < n; i++)
+      await new Promise((resolve) => spawnRelayed('/bin/sh', ['-c', 'true'], { env }).on('close', resolve));
+    return n / ((performance.now() - t0) / 1000);
+  };
+  const saved = process.env.SWERL_SPAWN_RELAY;
+  progress(`env.spawn.relayed_per_s: ${n} direct and ${n} relayed spawns with ${residentMiB} MB resident`);
+  process.env.SWERL_SPAWN_RELAY = '0';
+  const direct = await rate();
+  if (saved === undefined) delete process.env.SWERL_SPAWN_RELAY;
+  else process.env.SWERL_SPAWN_RELAY = saved;
+  await rate(); // forks the relay
+  const relayed = await rate();
+  ctx.report.add({
+    name: 'env.spawn.relayed_per_s',
+    value: relayed,
+    unit: 'spawns/s',
+    baseline: { name: `direct child_process spawn, ${residentMiB} MB resident`, value: direct },
+  });
+  meta.spawn = { spawns: n, residentMiB, touched: resident[resident.length - 1] };
 }

@@ -17,7 +17,7 @@
  * configure the host's git. Host-side file access resolves symlinks and rejects paths that leave
  * the workspace (PATH_ESCAPE).
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { chownSync, mkdirSync, readdirSync, readFileSync, readlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { chmod, cp, lchown, lstat, mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -408,9 +408,12 @@ export class LocalSandbox {
       }
     }
     if (this.#uid !== null) {
-      // Off the event loop (pkill reads /proc), which other episodes' generation shares.
+      // Off the event loop (pkill reads /proc), which other episodes' generation shares; through
+      // the relay, as every spawn here, so that the fork does not copy this process.
       await new Promise<void>((done) => {
-        execFile('pkill', ['-KILL', '-U', String(this.#uid)], () => done()); // exit 1: none left
+        const c = spawnRelayed('pkill', ['-KILL', '-U', String(this.#uid)], { env: { PATH: '/usr/bin:/bin' } });
+        c.on('close', () => done()); // exit 1: none left
+        c.on('error', () => done());
       });
     }
     await rm(this.root, { recursive: true, force: true });

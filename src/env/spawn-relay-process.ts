@@ -7,7 +7,6 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import type { RelayRequest, RelayResponse } from './spawn-relay.js';
 
 const send = (m: RelayResponse) => process.send?.(m);
-const children = new Map<number, ChildProcess>();
 
 process.on('message', (m: RelayRequest) => {
   if (m.t !== 'spawn') return;
@@ -18,18 +17,11 @@ process.on('message', (m: RelayRequest) => {
     send({ t: 'error', id: m.id, message: (e as Error).message });
     return;
   }
-  children.set(m.id, child);
   child.on('spawn', () => send({ t: 'spawned', id: m.id, pid: child.pid ?? -1 }));
   child.stdout?.on('data', (d: Buffer) => send({ t: 'data', id: m.id, fd: 1, d }));
   child.stderr?.on('data', (d: Buffer) => send({ t: 'data', id: m.id, fd: 2, d }));
-  child.on('error', (e) => {
-    children.delete(m.id);
-    send({ t: 'error', id: m.id, message: e.message });
-  });
-  child.on('close', (code, signal) => {
-    children.delete(m.id);
-    send({ t: 'close', id: m.id, code, signal });
-  });
+  child.on('error', (e) => send({ t: 'error', id: m.id, message: e.message }));
+  child.on('close', (code, signal) => send({ t: 'close', id: m.id, code, signal }));
 });
 // The parent is gone: nothing is left to report to.
 process.on('disconnect', () => process.exit(0));

@@ -2,8 +2,8 @@
  * spawnRelayed: child processes spawned by a small helper process instead of this one. Node's
  * spawn forks the calling process, and the fork copies its page tables: with a model and a KV
  * cache resident (700 MB), a spawn took 27 ms of the event loop's time against 1.4 ms from a
- * small process (200 spawns of `sh -c true`), and the sandboxes' commands were 42% of the
- * rollout loop's time. The relay is forked once, lazily; each call sends the request over IPC and
+ * small process (200 spawns of `sh -c true`; bench: env.spawn.relayed_per_s), and in a profile
+ * of an evaluation `ChildProcess.spawn` was 42% of the main thread's time. The relay is forked once, lazily; each call sends the request over IPC and
  * gets back the pid, the output chunks (in order, per stream) and the exit. The command, its
  * arguments, environment and working directory are the caller's, so what it does and prints is
  * unchanged. SWERL_SPAWN_RELAY=0 spawns directly.

@@ -37,6 +37,15 @@ describe('the spawn relay', () => {
     expect(relayed).toMatchObject({ err: 'oops\n', code: 3, signal: null });
   });
 
+  it('spawns from the relay process, not from this one (unless SWERL_SPAWN_RELAY=0)', async () => {
+    const parent = async () => Number((await collect(spawnRelayed('/bin/sh', ['-c', 'echo $PPID'], { env }))).out);
+    const relayed = await parent();
+    process.env.SWERL_SPAWN_RELAY = '0';
+    expect(await parent()).toBe(process.pid);
+    expect(relayed).toBeGreaterThan(0);
+    expect(relayed).not.toBe(process.pid);
+  });
+
   it('gives the pid of a detached child, whose process group a signal ends; many run at once', async () => {
     const c = spawnRelayed('/bin/sh', ['-c', 'sleep 30 & sleep 30; echo never'], { env, detached: true });
     const done = collect(c);
