@@ -41,7 +41,13 @@ export { closeEvaluationPool, type EvaluationJob, evaluatePatches } from './env/
 export { expertPolicy, taskBug } from './env/mini-swe/expert.js';
 export { BUG_KINDS, bugSplit, generateMiniSweTasks, type MiniSweOptions } from './env/mini-swe/generate.js';
 export { NAME_POOL } from './env/mini-swe/mutate.js';
-export { type ExecResult, isolationAvailable, LocalSandbox, type SandboxOptions } from './env/sandbox.js';
+export {
+  defaultSandboxDir,
+  type ExecResult,
+  isolationAvailable,
+  LocalSandbox,
+  type SandboxOptions,
+} from './env/sandbox.js';
 export type { Sandbox } from './env/sandbox-api.js';
 export { type ScreenVerdict, screenTask, screenTasks } from './env/screen.js';
 export { checkTask, filterTasksByPatch, loadTasks, patchSize, type SweTask } from './env/tasks.js';

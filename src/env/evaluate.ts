@@ -69,7 +69,7 @@ export async function evaluatePatch(task: SweTask, patch: string, o: EvaluateOpt
   const timeoutMs = o.timeoutMs ?? 120_000;
   let sb: Sandbox;
   if (task.files && kind === 'local') {
-    sb = await LocalSandbox.create({ files: task.files, timeoutMs, maxOutputBytes: 1 << 20 });
+    sb = await LocalSandbox.create({ files: task.files, timeoutMs, maxOutputBytes: 1 << 20, repository: false });
   } else if (kind === 'docker') {
     const image = o.docker?.image ?? task.image ?? (task.files ? 'node:20-bookworm' : sweBenchImage(task.instance_id));
     sb = await DockerSandbox.create({
@@ -157,7 +157,7 @@ export async function runAllTests(
   files: Record<string, string>,
   timeoutMs = 120_000,
 ): Promise<Record<string, 'pass' | 'fail'>> {
-  const sb = await LocalSandbox.create({ files, timeoutMs, maxOutputBytes: 1 << 20 });
+  const sb = await LocalSandbox.create({ files, timeoutMs, maxOutputBytes: 1 << 20, repository: false });
   try {
     const seen = await runNodeTests(sb, []);
     return Object.fromEntries([...seen].map(([id, ok]) => [id, ok ? ('pass' as const) : ('fail' as const)]));

@@ -18,7 +18,20 @@
  * the workspace (PATH_ESCAPE).
  */
 import { execFileSync } from 'node:child_process';
-import { chownSync, mkdirSync, readdirSync, readFileSync, readlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  chownSync,
+  constants,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  statfsSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { chmod, cp, lchown, lstat, mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
@@ -56,10 +69,22 @@ export interface SandboxOptions {
   memoryMiB?: number;
   /** Processes (RLIMIT_NPROC; default 512). */
   maxProcesses?: number;
+  /**
+   * Where the workspace and its git metadata are made (default: {@link defaultSandboxDir}: the
+   * SWERL_SANDBOX_DIR environment variable, else /dev/shm when it is a tmpfs with 1 GiB free,
+   * else the system's temporary directory).
+   */
+  dir?: string;
+  /**
+   * Make the git repositories that diff() reads and the agent's `git` uses (default true).
+   * Without them create() is 6 processes cheaper, and diff() fails with INVALID_ARGUMENT: the
+   * reward's evaluation needs neither (`git apply` works outside a repository).
+   */
+  repository?: boolean;
 }
 
 type Isolation = 'bwrap' | 'unshare' | 'none';
-type Limits = Required<Omit<SandboxOptions, 'files' | 'fromDir' | 'isolation'>>;
+type Limits = Required<Omit<SandboxOptions, 'files' | 'fromDir' | 'isolation' | 'dir' | 'repository'>>;
 
 const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 const UID_BASE = 200_000;
@@ -104,6 +129,33 @@ function releaseUid(uid: number): void {
     // already gone
   }
 }
+const TMPFS_MAGIC = 0x01021994;
+let defaultDir: string | null = null;
+
+/**
+ * Where sandboxes make their workspaces by default: SWERL_SANDBOX_DIR when set, else /dev/shm
+ * when it is a tmpfs with at least 1 GiB free, else the system's temporary directory. A rollout
+ * creates and deletes thousands of small files (the repository, git objects, test output); on
+ * ext4 the kernel's inode allocation for them took a quarter of an evaluation's CPU time, and on
+ * tmpfs it costs next to nothing.
+ */
+export function defaultSandboxDir(): string {
+  const env = process.env.SWERL_SANDBOX_DIR;
+  if (env !== undefined && env !== '') return env;
+  if (defaultDir !== null) return defaultDir;
+  defaultDir = tmpdir();
+  try {
+    const fs = statfsSync('/dev/shm');
+    if (fs.type === TMPFS_MAGIC && fs.bavail * fs.bsize >= 2 ** 30) {
+      accessSync('/dev/shm', constants.W_OK);
+      defaultDir = '/dev/shm';
+    }
+  } catch {
+    // no usable /dev/shm
+  }
+  return defaultDir;
+}
+
 const probed = new Map<Isolation, boolean>();
 let warnedNone = false;
 
@@ -173,9 +225,17 @@ export class LocalSandbox {
   readonly #o: Limits;
   readonly #uid: number | null;
   readonly #running = new Set<SpawnedChild>();
+  readonly #repository: boolean;
   #closed = false;
 
-  private constructor(root: string, meta: string, isolation: Isolation, o: Limits, uid: number | null) {
+  private constructor(
+    root: string,
+    meta: string,
+    isolation: Isolation,
+    o: Limits,
+    uid: number | null,
+    repository: boolean,
+  ) {
     this.root = root;
     this.workdir = isolation === 'bwrap' ? SANDBOX_WORKDIR : root;
     this.uid = uid;
@@ -183,6 +243,7 @@ export class LocalSandbox {
     this.isolation = isolation;
     this.#o = o;
     this.#uid = uid;
+    this.#repository = repository;
   }
 
   /** Creates the workspace (files, fromDir), records its initial state for diff(). */
@@ -224,8 +285,21 @@ export class LocalSandbox {
       memoryMiB: num('memoryMiB', o.memoryMiB, 4096, 16),
       maxProcesses: num('maxProcesses', o.maxProcesses, 512, 2),
     };
-    const root = await realpath(await mkdtemp(join(tmpdir(), 'swerl-ws-')));
-    const meta = await mkdtemp(join(tmpdir(), 'swerl-meta-'));
+    const dir = o.dir ?? defaultSandboxDir();
+    if (typeof dir !== 'string' || dir === '') throw invalidArgument('dir', 'a directory path', dir);
+    const repository = o.repository ?? true;
+    if (typeof repository !== 'boolean') throw invalidArgument('repository', 'a boolean', repository);
+    if (isRoot) searchableByOthersOrThrow(dir);
+    let root: string;
+    try {
+      root = await realpath(await mkdtemp(join(dir, 'swerl-ws-')));
+    } catch (e) {
+      throw new SwerlError(
+        `cannot make a sandbox workspace in ${dir}: ${(e as Error).message}; set SWERL_SANDBOX_DIR (or the dir option) to a writable directory`,
+        'IO_ERROR',
+      );
+    }
+    const meta = await mkdtemp(join(dir, 'swerl-meta-'));
     let uid: number | null = null;
     try {
       if (o.fromDir !== undefined) await cp(o.fromDir, root, { recursive: true });
@@ -242,7 +316,8 @@ export class LocalSandbox {
         await Promise.all([root, ...paths].map((p) => lchown(p, owned, owned)));
       }
       await chmod(root, 0o755);
-      const sb = new LocalSandbox(root, meta, isolation, opts, uid);
+      const sb = new LocalSandbox(root, meta, isolation, opts, uid, repository);
+      if (!repository) return sb;
       // The agent's own repository (git checkout, stash, diff work inside the sandbox), made by
       // sandboxed git. The host never reads it: diff() uses the metadata outside the workspace.
       // The two repositories are made side by side (git never adds a work tree's own .git).
@@ -312,13 +387,7 @@ export class LocalSandbox {
       let kept = 0;
       let seen = 0;
       let timedOut = false;
-      const kill = () => {
-        try {
-          if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-        } catch {
-          // already gone
-        }
-      };
+      const kill = () => killGroup(child);
       const onData = (d: Buffer) => {
         seen += d.length;
         if (kept < cap) {
@@ -391,6 +460,8 @@ export class LocalSandbox {
 
   /** The unified diff of the workspace against its initial state (new files included; swerl's `.swerl*` files excluded). */
   async diff(): Promise<string> {
+    if (!this.#repository)
+      throw new SwerlError('diff() needs the sandbox made with { repository: true }', 'INVALID_ARGUMENT');
     // swerl's own files (the scaffold's tools and state, evaluation scripts) live under .swerl*.
     await this.#git(['add', '-A', '--', '.', ':(exclude,glob).swerl*', ':(exclude,glob).swerl*/**']);
     return this.#git(['diff', '--cached', '--no-color', '--no-ext-diff', '--no-textconv']);
@@ -400,14 +471,10 @@ export class LocalSandbox {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const c of this.#running) {
-      try {
-        if (c.pid !== undefined) process.kill(-c.pid, 'SIGKILL');
-      } catch {
-        // gone
-      }
-    }
-    if (this.#uid !== null) {
+    for (const c of this.#running) killGroup(c);
+    if (this.#uid !== null && this.isolation === 'none') {
+      // Under bwrap and unshare every process of a command lives in its PID namespace, which the
+      // kernel empties when the command ends or is killed; only 'none' can leave processes behind.
       // Off the event loop (pkill reads /proc), which other episodes' generation shares; through
       // the relay, as every spawn here, so that the fork does not copy this process.
       await new Promise<void>((done) => {
@@ -469,6 +536,44 @@ export class LocalSandbox {
       );
       child.on('error', (e) => reject(new SwerlError(`cannot run git: ${e.message}`, 'IO_ERROR')));
     });
+  }
+}
+
+/**
+ * As root, commands run as an unprivileged uid, which must be able to reach the workspace: every
+ * directory from / to `dir` needs the others' search bit.
+ */
+function searchableByOthersOrThrow(dir: string): void {
+  let d: string;
+  try {
+    d = realpathSync(dir);
+  } catch {
+    return; // mkdtemp reports it
+  }
+  for (;;) {
+    if ((statSync(d).mode & 0o001) === 0)
+      throw new SwerlError(
+        `sandbox dir ${dir}: ${d} is not searchable by other users, and commands run as an unprivileged uid when swerl runs as root; chmod o+x ${d}, or choose another dir`,
+        'INVALID_ARGUMENT',
+      );
+    if (d === dirname(d)) return;
+    d = dirname(d);
+  }
+}
+
+/**
+ * SIGKILLs a detached child's process group; one that the spawn relay has not yet reported
+ * started is killed as soon as it is.
+ */
+function killGroup(child: SpawnedChild): void {
+  if (child.pid === undefined) {
+    child.on('spawn', () => killGroup(child));
+    return;
+  }
+  try {
+    process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    // already gone
   }
 }
 

@@ -32,13 +32,15 @@ export type RelayResponse =
   | { t: 'error'; id: number; message: string };
 
 /**
- * The part of a ChildProcess the sandboxes use: `pid` (once started), `stdout`/`stderr` 'data'
- * events, and 'close' (code, signal) or 'error' (Error), exactly one of them.
+ * The part of a ChildProcess the sandboxes use: `pid` (set when 'spawn' is emitted),
+ * `stdout`/`stderr` 'data' events, and 'close' (code, signal) or 'error' (Error), exactly one of
+ * them.
  */
 export interface SpawnedChild {
   pid?: number | undefined;
   stdout: EventEmitter;
   stderr: EventEmitter;
+  on(event: 'spawn', f: () => void): this;
   on(event: 'close', f: (code: number | null, signal: NodeJS.Signals | null) => void): this;
   on(event: 'error', f: (e: Error) => void): this;
 }
@@ -69,8 +71,10 @@ function relayProcess(): ChildProcess {
   r.on('message', (m: RelayResponse) => {
     const c = pending.get(m.id);
     if (!c) return;
-    if (m.t === 'spawned') c.pid = m.pid;
-    else if (m.t === 'data') (m.fd === 1 ? c.stdout : c.stderr).emit('data', Buffer.from(m.d));
+    if (m.t === 'spawned') {
+      c.pid = m.pid;
+      c.emit('spawn');
+    } else if (m.t === 'data') (m.fd === 1 ? c.stdout : c.stderr).emit('data', Buffer.from(m.d));
     else {
       pending.delete(m.id);
       settle();

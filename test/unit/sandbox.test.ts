@@ -4,10 +4,21 @@
  * contained; host-side file access cannot be tricked out of the workspace; diff() sees edits and
  * new files. Needs bubblewrap (CI installs it); the isolation-specific tests say why they skip.
  */
-import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { isolationAvailable, LocalSandbox } from '../../src/index.js';
+import { defaultSandboxDir, isolationAvailable, LocalSandbox } from '../../src/index.js';
 
 const hasBwrap = isolationAvailable('bwrap');
 const hasUnshare = isolationAvailable('unshare');
@@ -167,6 +178,70 @@ describe.skipIf(!hasBwrap)('LocalSandbox (bwrap): hostile commands', () => {
     await sb.close();
     expect(existsSync(root)).toBe(false);
     await expect(sb.exec('true')).rejects.toMatchObject({ code: 'DISPOSED' });
+  });
+});
+
+describe.skipIf(!hasBwrap)('LocalSandbox: kills, workspace location, no repository', () => {
+  it('kills a command whose timeout or close comes before it has started', async () => {
+    const sb = await LocalSandbox.create();
+    try {
+      // 1 ms: the timer fires before the spawn relay has reported the pid (it used to do nothing
+      // then, and the command ran its full 60 s).
+      const r = await sb.exec('sleep 60', { timeoutMs: 1 });
+      expect(r.timedOut).toBe(true);
+      expect(r.durationMs).toBeLessThan(5000);
+      const running = sb.exec('sleep 60');
+      const t0 = performance.now();
+      await sb.close();
+      const closed = await running;
+      expect(performance.now() - t0).toBeLessThan(5000);
+      expect(closed.exitCode).not.toBe(0);
+      expect(processesOf(sb)).toBe(0);
+    } finally {
+      await sb.close();
+    }
+  });
+
+  it('makes its workspace in the dir option, else in defaultSandboxDir()', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'swerl-sbdir-'));
+    try {
+      if (process.getuid?.() === 0) {
+        // As root, commands run as another uid, which must be able to reach the workspace.
+        await expect(LocalSandbox.create({ dir })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+        expect(readdirSync(dir)).toEqual([]);
+        chmodSync(dir, 0o755);
+      }
+      const sb = await LocalSandbox.create({ dir, files: { 'a.txt': 'x' } });
+      expect(dirname(sb.root)).toBe(realpathSync(dir));
+      expect((await sb.exec('cat a.txt')).output).toBe('x');
+      await sb.close();
+      expect(readdirSync(dir)).toEqual([]); // workspace and git metadata both removed
+      const d = await LocalSandbox.create();
+      expect(dirname(d.root)).toBe(realpathSync(defaultSandboxDir()));
+      await d.close();
+      await expect(LocalSandbox.create({ dir: join(dir, 'missing', 'deeper') })).rejects.toMatchObject({
+        code: 'IO_ERROR',
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('without a repository: no .git, git apply still works, diff() is INVALID_ARGUMENT', async () => {
+    const sb = await LocalSandbox.create({ repository: false, files: { 'm.js': 'a - b\n' } });
+    try {
+      expect(existsSync(join(sb.root, '.git'))).toBe(false);
+      await sb.writeFile('p.diff', '--- a/m.js\n+++ b/m.js\n@@ -1 +1 @@\n-a - b\n+a + b\n');
+      const r = await sb.exec('git apply p.diff && cat m.js');
+      expect(r.exitCode).toBe(0);
+      expect(r.output).toBe('a + b\n');
+      await expect(sb.diff()).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    } finally {
+      await sb.close();
+    }
+    await expect(LocalSandbox.create({ repository: 'no' as unknown as boolean })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
   });
 });
 
