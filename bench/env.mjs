@@ -4,12 +4,16 @@
  * same command (no workspace, no isolation); and, in meta, execs per second in one open sandbox.
  * env.evaluate.tasks_per_s: gold-patch evaluations of mini-SWE tasks per second through
  * evaluatePatches (a piscina pool, one worker per core), beside the same evaluations run one
- * after another with evaluatePatch.
+ * after another with evaluatePatch. env.evaluate.tmpfs_tasks_per_s: the same pooled evaluations
+ * with the workspaces in defaultSandboxDir() (/dev/shm, a tmpfs, where there is one) beside the
+ * system's temporary directory.
  */
 import { spawn } from 'node:child_process';
+import { tmpdir } from 'node:os';
 import { spawnRelayed } from '../dist/env/spawn-relay.js';
 import {
   closeEvaluationPool,
+  defaultSandboxDir,
   evaluatePatch,
   evaluatePatches,
   generateMiniSweTasks,
@@ -88,6 +92,41 @@ async function evaluateRecord(ctx, meta) {
     baseline: { name: 'evaluatePatch one task after another', value: sequential },
   });
   meta.evaluate = { tasks: n, resolved: out.filter((e) => e.resolved).length, sequentialTasksPerSecond: sequential };
+  await workspaceRecord(ctx, meta, tasks);
+}
+
+/**
+ * Pooled evaluations (three rounds of the tasks) with the workspaces in defaultSandboxDir()
+ * against the system's temporary directory (SWERL_SANDBOX_DIR, read by each new pool worker).
+ * @param {import('./sample.mjs').SuiteContext} ctx
+ * @param {Record<string, unknown>} meta
+ * @param {import('../dist/index.js').SweTask[]} tasks
+ */
+async function workspaceRecord(ctx, meta, tasks) {
+  const dir = defaultSandboxDir();
+  const jobs = [...tasks, ...tasks, ...tasks].map((t) => ({ task: t, patch: t.patch }));
+  const saved = process.env.SWERL_SANDBOX_DIR;
+  const rate = async (where) => {
+    process.env.SWERL_SANDBOX_DIR = where;
+    await evaluatePatches(jobs.slice(0, 1)); // starts the workers, which read it
+    const t0 = performance.now();
+    await evaluatePatches(jobs);
+    const r = jobs.length / ((performance.now() - t0) / 1000);
+    await closeEvaluationPool();
+    return r;
+  };
+  progress(`env.evaluate.tmpfs_tasks_per_s: ${jobs.length} evaluations in ${tmpdir()}, then in ${dir}`);
+  const onDisk = await rate(tmpdir());
+  const inDefault = await rate(dir);
+  if (saved === undefined) delete process.env.SWERL_SANDBOX_DIR;
+  else process.env.SWERL_SANDBOX_DIR = saved;
+  ctx.report.add({
+    name: 'env.evaluate.tmpfs_tasks_per_s',
+    value: inDefault,
+    unit: 'tasks/s',
+    baseline: { name: `the same, workspaces in ${tmpdir()}`, value: onDisk },
+  });
+  meta.workspace = { defaultSandboxDir: dir, temporaryDir: tmpdir(), evaluations: jobs.length };
 }
 
 /**
