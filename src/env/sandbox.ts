@@ -14,7 +14,8 @@
  * capped with a truncation marker; a command flooding far past the cap is killed.
  *
  * The git metadata that diff() uses lives outside the workspace, so nothing an agent writes can
- * configure the host's git. Host-side file access resolves symlinks and rejects paths that leave
+ * configure the host's git. Workspaces are made in defaultSandboxDir() (a tmpfs where there is
+ * one) unless the `dir` option says otherwise. Host-side file access resolves symlinks and rejects paths that leave
  * the workspace (PATH_ESCAPE).
  */
 import { execFileSync } from 'node:child_process';
@@ -299,7 +300,13 @@ export class LocalSandbox {
         'IO_ERROR',
       );
     }
-    const meta = await mkdtemp(join(dir, 'swerl-meta-'));
+    let meta: string;
+    try {
+      meta = await mkdtemp(join(dir, 'swerl-meta-'));
+    } catch (e) {
+      await rm(root, { recursive: true, force: true });
+      throw new SwerlError(`cannot make the sandbox's git metadata in ${dir}: ${(e as Error).message}`, 'IO_ERROR');
+    }
     let uid: number | null = null;
     try {
       if (o.fromDir !== undefined) await cp(o.fromDir, root, { recursive: true });
