@@ -105,7 +105,12 @@ export interface PipelineConfig {
    * a word's final `s` off, so that a name and its plural share tokens; 'qwen2').
    */
   tokenizer: { vocabSize: number; split: 'qwen2' | 'identifiers' | 'stems' };
-  eval: { k: number };
+  /**
+   * Held-out evaluation: `k` samples per task after each stage. With `every` > 0, DAPO also
+   * validates on the held-out tasks after every `every` iterations (verl's `test_freq`), with
+   * `everyK` samples per task (0: `k`), so that a run shows where held-out Pass@1 goes during RL.
+   */
+  eval: { k: number; every: number; everyK: number };
   rft: {
     enabled: boolean;
     /**
@@ -207,7 +212,7 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
     batchSize: 8,
   },
   tokenizer: { vocabSize: 2048, split: 'identifiers' },
-  eval: { k: 2 },
+  eval: { k: 2, every: 0, everyK: 0 },
   rft: { enabled: true, tasks: 0, samplesPerTask: 2, epochs: 2, lr: 5e-4, warmupRatio: 0.1, batchSize: 8 },
   dapo: {
     enabled: true,
@@ -286,7 +291,7 @@ export const PRESETS: Record<string, PipelineConfig> = {
       lr: 1e-3,
       batchSize: 4,
     },
-    eval: { k: 8 },
+    eval: { k: 8, every: 0, everyK: 0 },
     rft: { ...structuredClone(BASE.rft), samplesPerTask: 10, epochs: 1, lr: 2e-4, batchSize: 4 },
     dapo: {
       ...structuredClone(BASE.dapo),
@@ -317,7 +322,7 @@ export const PRESETS: Record<string, PipelineConfig> = {
       batchSize: 6,
     },
     tokenizer: { ...BASE.tokenizer, vocabSize: 600 },
-    eval: { k: 1 },
+    eval: { k: 1, every: 0, everyK: 0 },
     rft: { enabled: true, tasks: 0, samplesPerTask: 1, epochs: 1, lr: 5e-4, warmupRatio: 0.1, batchSize: 4 },
     dapo: {
       ...BASE.dapo,
@@ -517,7 +522,7 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
     );
   check(c.tokenizer as never, { vocabSize: 'int+', split: ['qwen2', 'identifiers', 'stems'] }, 'tokenizer.');
   if (c.tokenizer.vocabSize < 300) fail('tokenizer.vocabSize', 'at least 300', c.tokenizer.vocabSize);
-  check(c.eval as never, { k: 'int+' }, 'eval.');
+  check(c.eval as never, { k: 'int+', every: 'int0', everyK: 'int0' }, 'eval.');
   check(
     c.rft as never,
     {

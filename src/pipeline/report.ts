@@ -2,7 +2,8 @@
  * report.html: one self-contained page (inline SVG and CSS, no scripts or network) drawn from the
  * run folder's metrics.jsonl and state.json: Pass@1 and Pass@k per stage, and per DAPO iteration
  * the reward, resolved share, turns, response length, entropy, clip fractions and throughput,
- * beside the SFT loss curves of the warm start and RFT.
+ * beside the SFT loss curves of the warm start and RFT, and held-out Pass@1 through RL when the
+ * run validates during DAPO (eval.every).
  */
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -109,7 +110,16 @@ export async function writeReport(out: string): Promise<void> {
         `<tr><td>${esc(s.name)}</td><td>${(s.pass1 * 100).toFixed(1)}%</td><td>${(s.passK * 100).toFixed(1)}%</td><td>${s.k}</td><td>${s.tasks}</td></tr>`,
     )
     .join('');
+  // Held-out Pass@1 through RL: after RFT, at each validation (eval.every), after DAPO.
+  const heldOut = events.filter(
+    (e) => e.event === 'validation' || (e.event === 'eval' && (e.stage === 'rft' || e.stage === 'dapo')),
+  );
   const charts = [
+    heldOut.some((e) => e.event === 'validation')
+      ? lineChart('Held-out Pass@1 through RL (RFT, validations, DAPO)', [
+          { name: 'Pass@1', values: heldOut.map((e) => num(e.pass1)), color: '#3b6fd4' },
+        ])
+      : '',
     lineChart('Warm-start SFT loss', [{ name: 'loss', values: loss('warmstart'), color: '#555' }]),
     lineChart('RFT SFT loss', [{ name: 'loss', values: loss('rft'), color: '#555' }]),
     lineChart('DAPO reward and resolved share', [

@@ -400,7 +400,10 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
         const phase = `dapo-${si}-${it}`;
         const order = shuffled(pool, c.seed * 31 + si * 1000 + it);
         const tasks = order.slice(0, stage.tasksPerIteration);
-        if (done(phase)) continue;
+        if (done(phase)) {
+          await validate(si, it); // a run killed during this iteration's validation
+          continue;
+        }
         iterationLr = dapoIterationLr(c, state.dapoIterations);
         const { metrics, records } = await dapoIteration(
           policy,
@@ -429,6 +432,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
         await checkpoint(`dapo-${si}-${it}`, optimizer);
         await written;
         await writeReport(o.out);
+        await validate(si, it);
       }
       // Between stages: drop the tasks every sample solved (easy) and those never solved.
       if (si + 1 < c.dapo.stages.length) {
@@ -444,6 +448,27 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
   }
 
   return finish();
+
+  /**
+   * The held-out validation after DAPO iteration `it` of stage `si`, every `eval.every`
+   * iterations but the last (eval-dapo follows it). It is a phase of its own after the
+   * iteration's checkpoint, so a run killed during it validates again on resume and loses no
+   * iteration.
+   */
+  async function validate(si: number, it: number): Promise<void> {
+    const n = c.dapo.stages.slice(0, si).reduce((a, st) => a + st.iterations, 0) + it + 1;
+    const last = si === c.dapo.stages.length - 1 && it === (c.dapo.stages[si]?.iterations ?? 0) - 1;
+    if (c.eval.every === 0 || n % c.eval.every !== 0 || last || done(`val-dapo-${n}`)) return;
+    const k = c.eval.everyK || c.eval.k;
+    const r = await evaluate(policy, test, c, 'dapo', hooks, { iteration: n, k });
+    say(`validation after dapo ${n}: Pass@1 ${(r.pass1 * 100).toFixed(1)}%  Pass@${k} ${(r.passK * 100).toFixed(1)}%`);
+    state.done.push(`val-dapo-${n}`);
+    state.elapsedSeconds = elapsed();
+    await written;
+    state.metricsBytes = metricsBytes;
+    await writeAtomic(statePath, `${JSON.stringify(state, null, 2)}\n`);
+    await writeReport(o.out);
+  }
 
   async function finish(): Promise<RunSummary> {
     const summary: RunSummary = {

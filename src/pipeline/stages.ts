@@ -256,15 +256,21 @@ function rolloutOptions(c: PipelineConfig, limits?: { maxTurns: number; maxConte
   };
 }
 
-/** Evaluates the policy on held-out tasks: k samples each at temperature 1. */
+/**
+ * Evaluates the policy on held-out tasks: k samples each at temperature 1 (`c.eval.k`). With
+ * `validation`, it is a validation during DAPO instead (`eval.every`): `validation.k` samples per
+ * task, logged as a 'validation' event of the DAPO iteration, its rollouts saved as
+ * `val-dapo-<iteration>`.
+ */
 export async function evaluate(
   p: Policy,
   tasks: SweTask[],
   c: PipelineConfig,
   stage: string,
   hooks: StageHooks,
+  validation?: { iteration: number; k: number },
 ): Promise<EvalResult> {
-  const k = c.eval.k;
+  const k = validation?.k ?? c.eval.k;
   let done = 0;
   const records = await runRollouts({
     engine: p.engine,
@@ -274,7 +280,7 @@ export async function evaluate(
     seed: c.seed * 7919 + 17,
     sampling: { temperature: 1 },
     ...rolloutOptions(c),
-    onRecord: () => hooks.progress?.(`eval ${stage}`, ++done, tasks.length * k),
+    onRecord: () => hooks.progress?.(validation ? `validate ${stage}` : `eval ${stage}`, ++done, tasks.length * k),
   });
   let pass1 = 0;
   let passK = 0;
@@ -286,8 +292,14 @@ export async function evaluate(
   }
   const n = Math.max(1, tasks.length);
   const r: EvalResult = { pass1: pass1 / n, passK: passK / n, k, tasks: tasks.length, records };
-  hooks.rollouts?.(`eval-${stage}`, records);
-  hooks.log({ stage, event: 'eval', pass1: r.pass1, passK: r.passK, k, tasks: tasks.length, ...episodeStats(records) });
+  const stats = { pass1: r.pass1, passK: r.passK, k, tasks: tasks.length, ...episodeStats(records) };
+  if (validation) {
+    hooks.rollouts?.(`val-${stage}-${validation.iteration}`, records);
+    hooks.log({ stage, event: 'validation', iteration: validation.iteration, ...stats });
+  } else {
+    hooks.rollouts?.(`eval-${stage}`, records);
+    hooks.log({ stage, event: 'eval', ...stats });
+  }
   return r;
 }
 

@@ -60,6 +60,8 @@ describe('node train.js', () => {
       bad({ rft: { tasks: 64 } }, /rft\.tasks/); // none left for DAPO
       bad({ warmStart: { foreignFormat: -0.1 } }, /warmStart\.foreignFormat/);
       bad({ tokenizer: { split: 'words' } }, /tokenizer\.split/);
+      bad({ eval: { every: -1 } }, /eval\.every/);
+      bad({ eval: { everyK: 0.5 } }, /eval\.everyK/);
       bad('{ not json', /not valid JSON/);
       bad({ preset: 'nope' }, /preset/);
       expect(existsSync(join(dir, 'run'))).toBe(false); // nothing ran
@@ -88,6 +90,8 @@ describe('node train.js', () => {
           warmStart: { demoTasks: 3 },
           rft: { tasks: 2 },
           episode: { prompt: 'compact' },
+          // A held-out validation after DAPO's first iteration (not after the last: eval-dapo).
+          eval: { every: 1, everyK: 2 },
           dapo: {
             stages: [{ iterations: 2, maxTurns: 8, maxContextTokens: 3072, tasksPerIteration: 3 }],
             klCoef: 0.01,
@@ -152,11 +156,18 @@ describe('node train.js', () => {
           expect(e.refillRounds).toBeLessThanOrEqual(1);
           expect(e.groups).toBeGreaterThanOrEqual(3);
         }
+        // The second kill lands after the first iteration, mostly during its validation: one
+        // validation, after iteration 1, at everyK samples per held-out task.
+        const validations = events.filter((e) => e.event === 'validation');
+        expect(validations.map((e) => [e.stage, e.iteration, e.k, e.episodes])).toEqual([['dapo', 1, 2, 6]]);
+        expect(validations[0].pass1).toBeLessThanOrEqual(validations[0].passK);
         const state = JSON.parse(readFileSync(statePath, 'utf8'));
         expect(new Set(state.done).size).toBe(state.done.length);
+        expect(state.done.indexOf('val-dapo-1')).toBe(state.done.indexOf('dapo-0-0') + 1);
         const html = readFileSync(join(run, 'report.html'), 'utf8');
         expect(html).toContain('<svg');
         expect(html).toContain('Pass@1');
+        expect(html).toContain('Held-out Pass@1 through RL');
         expect(html).not.toMatch(/<script|https?:\/\//);
         // The checkpoint is a Hugging Face folder swerl (and transformers) can load.
         const ckpts = readdirSync(join(run, 'checkpoints')).sort();
@@ -178,7 +189,7 @@ describe('node train.js', () => {
         expect(state.dapoStage.index).toBe(0);
         // Every phase's rollouts, once each (the killed phases' were rewritten, not appended).
         expect(readdirSync(join(run, 'rollouts')).sort()).toEqual(
-          ['dapo-1', 'dapo-2', 'eval-base', 'eval-dapo', 'eval-rft', 'rft'].map((p) => `${p}.msgpack`),
+          ['dapo-1', 'dapo-2', 'eval-base', 'eval-dapo', 'eval-rft', 'rft', 'val-dapo-1'].map((p) => `${p}.msgpack`),
         );
         const evalBase = events.find((e) => e.event === 'eval' && e.stage === 'base');
         expect(await readRollouts(join(run, 'rollouts', 'eval-base.msgpack'))).toHaveLength(evalBase.episodes);
