@@ -255,11 +255,13 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
  * mostly on format errors, per episode at random, which RFT and DAPO learn away from the reward.
  * RFT samples 10 per task and trains one epoch, as the paper does: with 3 samples its kept count
  * swung from 4 to 13 between runs on different machines, and with 4 it changed nothing. DAPO
- * samples 8 per task, so that few groups are flat, with format-error turns trained, and takes 4
- * optimizer steps per iteration (the paper's 2-8): with 2 its held-out gain over RFT was within
- * the evaluation's noise. It refills flat groups from the iteration's unused tasks for up to 2
- * rounds (DAPO's dynamic sampling), so that every step trains on 8 samples: without refill, seed
- * 2's iterations trained 0 to 16 samples and DAPO ended below RFT (README, "The pipeline").
+ * samples 8 per task, so that few groups are flat, with format-error turns trained, on 8 tasks per
+ * iteration in 2 optimizer steps of 32 samples (4 groups) each, the paper's shape of many
+ * trajectories per step (128) and 2-8 steps per iteration: with 4 steps of 8 samples (one group)
+ * per step, the updates read as noise, and DAPO ended below RFT on seeds 1 and 2 (README, "The
+ * pipeline", session 15). It refills flat groups from the iteration's unused tasks for up to 2
+ * rounds (DAPO's dynamic sampling), so that every step trains on full groups: without refill, seed
+ * 2's iterations trained 0 to 16 samples and DAPO ended below RFT.
  * It evaluates 48 held-out tasks 8 times each (384 episodes): at 24 tasks and k = 3 one
  * evaluation was several points off (a checkpoint read 38.9% at k = 3 and 29.5% at k = 12), and
  * the held-out tasks' second half is harder than the first.
@@ -297,10 +299,10 @@ export const PRESETS: Record<string, PipelineConfig> = {
       ...structuredClone(BASE.dapo),
       lr: 1e-4,
       samplesPerTask: 8,
-      stepsPerIteration: 4,
+      stepsPerIteration: 2,
       refillRounds: 2,
       maskFormatErrors: false,
-      stages: [{ iterations: 8, maxTurns: 7, maxContextTokens: 3072, tasksPerIteration: 4 }],
+      stages: [{ iterations: 8, maxTurns: 7, maxContextTokens: 3072, tasksPerIteration: 8 }],
     },
   },
   smoke: {
