@@ -3,7 +3,8 @@
  * run folder's metrics.jsonl and state.json: Pass@1 and Pass@k per stage, and per DAPO iteration
  * the reward, resolved share, turns, response length, entropy, clip fractions and throughput,
  * beside the SFT loss curves of the warm start and RFT, and held-out Pass@1 through RL when the
- * run validates during DAPO (eval.every).
+ * run validates during DAPO (eval.every), and a table of held-out Pass@1 per task repository and
+ * stage when the held-out tasks come from more than one.
  */
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -137,6 +138,27 @@ export async function writeReport(out: string): Promise<void> {
       { name: 'tokens/s', values: col('rolloutTokensPerSecond'), color: '#444' },
     ]),
   ].join('');
+  // Held-out Pass@1 per task repository and stage (the last evaluation of each stage).
+  const evals = new Map<string, Record<string, { pass1: number; tasks: number }>>();
+  for (const e of events)
+    if (e.event === 'eval' && typeof e.stage === 'string' && e.byRepo && typeof e.byRepo === 'object')
+      evals.set(e.stage, e.byRepo as Record<string, { pass1: number; tasks: number }>);
+  const repos = [...new Set([...evals.values()].flatMap((b) => Object.keys(b)))].sort();
+  const byRepo =
+    repos.length > 1
+      ? `<h2>Held-out Pass@1 by repository</h2><table><tr><th>repository</th><th>tasks</th>${[...evals.keys()]
+          .map((st) => `<th>${esc(st)}</th>`)
+          .join('')}</tr>${repos
+          .map((repo) => {
+            const cells = [...evals.values()].map((b) => {
+              const v = b[repo];
+              return `<td>${v ? `${(num(v.pass1) * 100).toFixed(1)}%` : '-'}</td>`;
+            });
+            const tasks = [...evals.values()].find((b) => b[repo])?.[repo]?.tasks ?? 0;
+            return `<tr><td>${esc(repo)}</td><td>${tasks}</td>${cells.join('')}</tr>`;
+          })
+          .join('')}</table>`
+      : '';
   const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>swerl run report</title>
 <style>body{font:14px system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}h1{font-size:20px}
 table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 10px;text-align:right}td:first-child{text-align:left}
@@ -146,6 +168,7 @@ pre{background:#f6f6f6;padding:8px;overflow:auto;max-height:300px}</style></head
 <h2>Held-out Pass@1 and Pass@k by stage</h2>
 <table><tr><th>stage</th><th>Pass@1</th><th>Pass@k</th><th>k</th><th>tasks</th></tr>${table}</table>
 ${passChart(stages)}
+${byRepo}
 <h2>Training</h2>${charts}
 <h2>Config</h2><pre>${esc(JSON.stringify(config, null, 2))}</pre>
 </body></html>`;

@@ -234,6 +234,8 @@ export interface EvalResult {
   passK: number;
   k: number;
   tasks: number;
+  /** Pass@1 and Pass@k per task repository (SWE-bench's per-repo breakdown; a mini-SWE module). */
+  byRepo: Record<string, { pass1: number; passK: number; tasks: number }>;
   records: RolloutRecord[];
 }
 
@@ -284,15 +286,26 @@ export async function evaluate(
   });
   let pass1 = 0;
   let passK = 0;
+  const byRepo: EvalResult['byRepo'] = {};
   for (let i = 0; i < tasks.length; i++) {
     const group = records.slice(i * k, (i + 1) * k);
     const solved = group.filter((r) => r.resolved).length;
     pass1 += solved / k;
     if (solved > 0) passK++;
+    const name = (tasks[i] as SweTask).repo;
+    byRepo[name] ??= { pass1: 0, passK: 0, tasks: 0 };
+    const repo = byRepo[name];
+    repo.pass1 += solved / k;
+    repo.passK += solved > 0 ? 1 : 0;
+    repo.tasks++;
+  }
+  for (const e of Object.values(byRepo)) {
+    e.pass1 /= e.tasks;
+    e.passK /= e.tasks;
   }
   const n = Math.max(1, tasks.length);
-  const r: EvalResult = { pass1: pass1 / n, passK: passK / n, k, tasks: tasks.length, records };
-  const stats = { pass1: r.pass1, passK: r.passK, k, tasks: tasks.length, ...episodeStats(records) };
+  const r: EvalResult = { pass1: pass1 / n, passK: passK / n, k, tasks: tasks.length, byRepo, records };
+  const stats = { pass1: r.pass1, passK: r.passK, k, tasks: tasks.length, byRepo, ...episodeStats(records) };
   if (validation) {
     hooks.rollouts?.(`val-${stage}-${validation.iteration}`, records);
     hooks.log({ stage, event: 'validation', iteration: validation.iteration, ...stats });

@@ -147,6 +147,13 @@ describe('node train.js', () => {
           .split('\n')
           .map((l) => JSON.parse(l));
         expect(events.filter((e) => e.event === 'eval' && e.stage === 'base').length).toBe(1);
+        // Each evaluation's per-repository breakdown covers its tasks and averages to its Pass@1.
+        for (const e of events.filter((x) => x.event === 'eval' || x.event === 'validation')) {
+          const parts = Object.values(e.byRepo) as { pass1: number; passK: number; tasks: number }[];
+          expect(parts.reduce((a, p) => a + p.tasks, 0)).toBe(e.tasks);
+          expect(parts.reduce((a, p) => a + p.pass1 * p.tasks, 0) / e.tasks).toBeCloseTo(e.pass1, 12);
+          expect(parts.reduce((a, p) => a + p.passK * p.tasks, 0) / e.tasks).toBeCloseTo(e.passK, 12);
+        }
         expect(events.filter((e) => e.stage === 'warmstart').length).toBeGreaterThan(0);
         // Both DAPO iterations, once each, in order; KL measured against the reference.
         const iterations = events.filter((e) => e.event === 'iteration');
