@@ -401,7 +401,9 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
         const order = shuffled(pool, c.seed * 31 + si * 1000 + it);
         const tasks = order.slice(0, stage.tasksPerIteration);
         if (done(phase)) {
-          await validate(si, it); // a run killed during this iteration's validation
+          // A run killed during this iteration's validation; only the latest iteration's, as
+          // the policy holds that iteration's weights.
+          if (state.checkpoint && basename(state.checkpoint) === phase) await validate(si, it);
           continue;
         }
         iterationLr = dapoIterationLr(c, state.dapoIterations);
