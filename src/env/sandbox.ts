@@ -15,8 +15,8 @@
  *
  * The git metadata that diff() uses lives outside the workspace, so nothing an agent writes can
  * configure the host's git. Workspaces are made in defaultSandboxDir() (a tmpfs where there is
- * one) unless the `dir` option says otherwise. Host-side file access resolves symlinks and rejects paths that leave
- * the workspace (PATH_ESCAPE).
+ * one) unless the `dir` option says otherwise. Host-side file access resolves symlinks and
+ * rejects paths that leave the workspace (PATH_ESCAPE).
  */
 import { execFileSync } from 'node:child_process';
 import {

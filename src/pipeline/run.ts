@@ -320,6 +320,14 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
   });
   const policy: Policy = { model, engine, tokenizer };
 
+  /** Writes state.json, after the metrics logged so far are on disk (a phase's, before it is done). */
+  async function saveState(): Promise<void> {
+    state.elapsedSeconds = elapsed();
+    await written;
+    state.metricsBytes = metricsBytes;
+    await writeAtomic(statePath, `${JSON.stringify(state, null, 2)}\n`);
+  }
+
   async function checkpoint(name: string, optimizer?: AdamW): Promise<void> {
     const dir = join(o.out, 'checkpoints', name);
     await writeDirAtomic(dir, async (tmp) => {
@@ -328,10 +336,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
       if (optimizer) await optimizer.save(join(tmp, 'optimizer.safetensors'));
     });
     state.checkpoint = dir;
-    state.elapsedSeconds = elapsed();
-    await written; // the phase's metrics are on disk before the state says it is done
-    state.metricsBytes = metricsBytes;
-    await writeAtomic(statePath, `${JSON.stringify(state, null, 2)}\n`);
+    await saveState();
     // Every other checkpoint goes (the KL reference stays), not only the previous one: a run
     // killed between the state write and this removal leaves its previous checkpoint behind, and
     // the resumed run must not keep it.
@@ -348,10 +353,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
       `${name.padEnd(5)} Pass@1 ${(r.pass1 * 100).toFixed(1)}%  Pass@${r.k} ${(r.passK * 100).toFixed(1)}%  (${r.tasks} held-out tasks)`,
     );
     state.done.push(phase);
-    state.elapsedSeconds = elapsed();
-    await written; // the phase's metrics are on disk before the state says it is done
-    state.metricsBytes = metricsBytes;
-    await writeAtomic(statePath, `${JSON.stringify(state, null, 2)}\n`);
+    await saveState();
     await writeReport(o.out);
   };
 
@@ -465,10 +467,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     const r = await evaluate(policy, test, c, 'dapo', hooks, { iteration: n, k });
     say(`validation after dapo ${n}: Pass@1 ${(r.pass1 * 100).toFixed(1)}%  Pass@${k} ${(r.passK * 100).toFixed(1)}%`);
     state.done.push(`val-dapo-${n}`);
-    state.elapsedSeconds = elapsed();
-    await written;
-    state.metricsBytes = metricsBytes;
-    await writeAtomic(statePath, `${JSON.stringify(state, null, 2)}\n`);
+    await saveState();
     await writeReport(o.out);
   }
 
