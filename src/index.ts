@@ -39,7 +39,13 @@ export { DockerSandbox, type DockerSandboxOptions, dockerAvailable } from './env
 export { type EvaluateOptions, type Evaluation, evaluatePatch, runAllTests, sweBenchImage } from './env/evaluate.js';
 export { closeEvaluationPool, type EvaluationJob, evaluatePatches } from './env/evaluate-pool.js';
 export { expertPolicy, taskBug } from './env/mini-swe/expert.js';
-export { BUG_KINDS, bugSplit, generateMiniSweTasks, type MiniSweOptions } from './env/mini-swe/generate.js';
+export {
+  BUG_KINDS,
+  bugSplit,
+  catalogueModules,
+  generateMiniSweTasks,
+  type MiniSweOptions,
+} from './env/mini-swe/generate.js';
 export { NAME_POOL } from './env/mini-swe/mutate.js';
 export {
   defaultSandboxDir,

@@ -33,6 +33,8 @@ export interface PipelineConfig {
     renameLocals: boolean;
     /** What a mutant task's issue shows: the failing test and its error, or the error only. */
     issue: 'reproduction' | 'error';
+    /** Which modules (generateMiniSweTasks' `catalogue`): the core four, or fifteen. */
+    catalogue: 'core' | 'wide';
   };
   /** The embedded model's shape (a Qwen2 model trained from scratch; vocab from the tokenizer). */
   embeddedModel: { hiddenSize: number; layers: number; heads: number; kvHeads: number; intermediateSize: number };
@@ -181,7 +183,15 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
   seed: 1,
   modelDir: null,
   tasksFile: null,
-  miniSwe: { trainTasks: 32, testTasks: 12, difficulty: 0, kinds: null, renameLocals: false, issue: 'reproduction' },
+  miniSwe: {
+    trainTasks: 32,
+    testTasks: 12,
+    difficulty: 0,
+    kinds: null,
+    renameLocals: false,
+    issue: 'reproduction',
+    catalogue: 'core',
+  },
   embeddedModel: { hiddenSize: 256, layers: 6, heads: 4, kvHeads: 2, intermediateSize: 768 },
   evalTasks: 12,
   saveRollouts: true,
@@ -277,6 +287,7 @@ export const PRESETS: Record<string, PipelineConfig> = {
       kinds: ['misspelled-name'],
       renameLocals: true,
       issue: 'error',
+      catalogue: 'core',
     },
     embeddedModel: { hiddenSize: 128, layers: 4, heads: 4, kvHeads: 2, intermediateSize: 384 },
     episode: { ...BASE.episode, maxTurns: 7, maxTokensPerTurn: 96, maxContextTokens: 3072, concurrency: 32 },
@@ -308,7 +319,15 @@ export const PRESETS: Record<string, PipelineConfig> = {
   smoke: {
     preset: 'smoke',
     ...structuredClone(BASE),
-    miniSwe: { trainTasks: 6, testTasks: 3, difficulty: 0, kinds: null, renameLocals: false, issue: 'reproduction' },
+    miniSwe: {
+      trainTasks: 6,
+      testTasks: 3,
+      difficulty: 0,
+      kinds: null,
+      renameLocals: false,
+      issue: 'reproduction',
+      catalogue: 'core',
+    },
     episode: { ...BASE.episode, maxTurns: 8, maxTokensPerTurn: 64, maxContextTokens: 3072, concurrency: 6 },
     warmStart: {
       enabled: true,
@@ -422,6 +441,7 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
       kinds: 'str?',
       renameLocals: 'bool',
       issue: ['reproduction', 'error'],
+      catalogue: ['core', 'wide'],
     },
     'miniSwe.',
   );

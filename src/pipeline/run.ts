@@ -146,6 +146,7 @@ async function tasksFor(
       kinds: c.miniSwe.kinds ?? undefined,
       renameLocals: c.miniSwe.renameLocals,
       issue: c.miniSwe.issue,
+      catalogue: c.miniSwe.catalogue,
     });
   const train = await generate('train', c.miniSwe.trainTasks, c.seed);
   const test = generate('test', c.miniSwe.testTasks, c.seed + 1);

@@ -51,6 +51,7 @@ describe('node train.js', () => {
       bad({ miniSwe: { renameLocals: 'yes' } }, /miniSwe\.renameLocals/);
       bad({ dapo: { refillRounds: -1 } }, /dapo\.refillRounds/);
       bad({ miniSwe: { issue: 'terse' } }, /miniSwe\.issue/);
+      bad({ miniSwe: { catalogue: 'all' } }, /miniSwe\.catalogue/);
       bad({ episode: { prompt: 'short' } }, /episode\.prompt/);
       bad({ warmStart: { demoTasks: -1 } }, /warmStart\.demoTasks/);
       bad({ preset: 'smoke', warmStart: { demoTasks: 6 } }, /warmStart\.demoTasks/); // none left for RL

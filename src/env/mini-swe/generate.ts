@@ -23,6 +23,7 @@ import { runAllTests } from '../evaluate.js';
 import { LocalSandbox } from '../sandbox.js';
 import type { SweTask } from '../tasks.js';
 import { CATALOGUE, type ModuleTemplate, type Mutation } from './catalogue.js';
+import { WIDE_MODULES } from './catalogue-wide.js';
 import {
   type LineMutation,
   lineMutations,
@@ -61,6 +62,18 @@ export interface MiniSweOptions {
    * Hand-written catalogue bugs keep their reproduction either way.
    */
   issue?: 'reproduction' | 'error';
+  /**
+   * Which modules: 'core' (default) the four of CATALOGUE; 'wide' those and the eleven of
+   * WIDE_MODULES, so that each split spans many bug sites in many modules (the core catalogue's
+   * misspelled-name test split is 11 sites, the wide one's about 70). Distractors come from the
+   * same set.
+   */
+  catalogue?: 'core' | 'wide';
+}
+
+/** The modules of a catalogue option. */
+export function catalogueModules(catalogue: 'core' | 'wide' = 'core'): ModuleTemplate[] {
+  return catalogue === 'wide' ? [...CATALOGUE, ...WIDE_MODULES] : CATALOGUE;
 }
 
 /** Every bug kind a mini-SWE task can have. */
@@ -145,10 +158,15 @@ const TIER0_KINDS = new Set(['comparison-flip', 'off-by-one', 'operator-swap', '
 type Candidate = { m: ModuleTemplate; x: Mutation; auto?: undefined } | { m: ModuleTemplate; auto: LineMutation };
 
 /** The bugs of a split and tier, in a fixed order. */
-function candidates(split: 'train' | 'test', difficulty: number, kinds?: Set<string>): Candidate[] {
+function candidates(
+  modules: ModuleTemplate[],
+  split: 'train' | 'test',
+  difficulty: number,
+  kinds?: Set<string>,
+): Candidate[] {
   const out: Candidate[] = [];
   const wanted = (kind: string) => (kinds ? kinds.has(kind) : difficulty > 0 || TIER0_KINDS.has(kind));
-  for (const m of CATALOGUE) {
+  for (const m of modules) {
     for (const x of m.mutations) {
       if (bugSplit(m.name, x.id) !== split || !wanted(x.kind)) continue;
       out.push({ m, x });
@@ -248,7 +266,10 @@ export async function generateMiniSweTasks(o: MiniSweOptions): Promise<SweTask[]
     )
       throw invalidArgument('kinds', `a non-empty array of ${BUG_KINDS.join(', ')}`, o.kinds);
   }
-  const pool = candidates(split, difficulty, o.kinds ? new Set(o.kinds) : undefined);
+  if (o.catalogue !== undefined && o.catalogue !== 'core' && o.catalogue !== 'wide')
+    throw invalidArgument('catalogue', "'core' or 'wide'", o.catalogue);
+  const modules = catalogueModules(o.catalogue);
+  const pool = candidates(modules, split, difficulty, o.kinds ? new Set(o.kinds) : undefined);
   const dead = new Set<string>(); // mutants no test kills (or whose check does not show the bug)
   const cleanRuns = new Map<string, Promise<Record<string, 'pass' | 'fail'>>>(); // by repository
   // Each task draws from its own stream (seed, index), so tasks are independent and validated
@@ -258,7 +279,7 @@ export async function generateMiniSweTasks(o: MiniSweOptions): Promise<SweTask[]
     for (let attempt = 0; attempt < 200; attempt++) {
       if (dead.size >= pool.length) break;
       const c = pool[Math.floor(rng() * pool.length)] as Candidate;
-      const others = CATALOGUE.filter((x) => x !== c.m);
+      const others = modules.filter((x) => x !== c.m);
       const distractors: ModuleTemplate[] = [];
       while (distractors.length < Math.min(difficulty, others.length)) {
         const d = others[Math.floor(rng() * others.length)] as ModuleTemplate;
