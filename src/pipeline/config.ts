@@ -87,6 +87,12 @@ export interface PipelineConfig {
      * commands, so that the warm start teaches reading the name in the error, not remembering it.
      */
     freshNames: boolean;
+    /**
+     * File augmentation (withFreshFiles): each epoch, every demonstration's module gets another
+     * catalogue module's file name through issue, observations and commands, so that the warm
+     * start teaches copying the file grep printed, not remembering it (default false).
+     */
+    freshFiles: boolean;
     /** Induction pretraining steps (copyPretrain) before the demonstrations; 0 = none. */
     copySteps: number;
     /**
@@ -215,6 +221,7 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
     style: 'thorough',
     foreignFormat: 0,
     freshNames: false,
+    freshFiles: false,
     copySteps: 0,
     demoTasks: 0,
     epochs: 2,
@@ -298,6 +305,7 @@ export const PRESETS: Record<string, PipelineConfig> = {
       style: 'direct',
       foreignFormat: 0.5,
       freshNames: true,
+      freshFiles: false,
       copySteps: 1500,
       demoTasks: 32,
       epochs: 30,
@@ -336,6 +344,7 @@ export const PRESETS: Record<string, PipelineConfig> = {
       style: 'thorough',
       foreignFormat: 0,
       freshNames: false,
+      freshFiles: false,
       copySteps: 0,
       demoTasks: 0,
       epochs: 1,
@@ -509,6 +518,7 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
       style: ['thorough', 'direct'],
       foreignFormat: 'unit',
       freshNames: 'bool',
+      freshFiles: 'bool',
       copySteps: 'int0',
       demoTasks: 'int0',
       epochs: 'int0',

@@ -76,3 +76,37 @@ export function withFreshNames(t: Trajectory, pool: readonly string[], rng: () =
   }));
   return { ...t, messages, turns, patch: replaceWords(t.patch, map) };
 }
+
+/** The stem of the module file a patch changes (`src/<stem>.js`), or null. */
+function patchStem(patch: string): string | null {
+  return /^\+\+\+ b\/src\/([\w-]+)\.js$/m.exec(patch)?.[1] ?? null;
+}
+
+/**
+ * `t` with the module its patch changes renamed to another of `stems` drawn with `rng`, in every
+ * path through the issue, the observations, the commands and the patch (`src/<stem>.js` and
+ * `test/<stem>.test.js`, as a listing or a grep prints them), or `t` itself when the patch
+ * changes no `src/*.js` module or no other stem is given. The system prompt is not touched.
+ *
+ * Why: with fifteen modules (miniSwe.catalogue 'wide') a model that learned which file goes with
+ * which demonstration writes its fix into a file it remembers, not the one grep printed; a file
+ * name drawn afresh each epoch can only be fitted by copying it from the observation.
+ */
+export function withFreshFiles(t: Trajectory, stems: readonly string[], rng: () => number): Trajectory {
+  const stem = patchStem(t.patch);
+  const others = stems.filter((s) => s !== stem);
+  if (stem === null || others.length === 0) return t;
+  const to = others[Math.floor(rng() * others.length)] as string;
+  const path = new RegExp(`(?<![\\w$-])${stem}((?:\\.test)?\\.js)(?![\\w$])`, 'g');
+  const rename = (s: string) => s.replace(path, `${to}$1`);
+  const messages: AgentMessage[] = t.messages.map((m) =>
+    m.role === 'system' ? m : { ...m, content: rename(m.content) },
+  );
+  const turns = t.turns.map((x) => ({
+    ...x,
+    action: rename(x.action),
+    command: x.command === null ? null : rename(x.command),
+    observation: rename(x.observation),
+  }));
+  return { ...t, messages, turns, patch: rename(t.patch) };
+}

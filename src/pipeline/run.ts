@@ -16,7 +16,7 @@ import { appendFile, mkdir, readdir, readFile, rename, rm, stat, truncate, write
 import { basename, join } from 'node:path';
 import { Engine } from '../engine/engine.js';
 import { RemoteEngine } from '../engine/remote.js';
-import { generateMiniSweTasks } from '../env/mini-swe/generate.js';
+import { catalogueModules, generateMiniSweTasks } from '../env/mini-swe/generate.js';
 import { NAME_POOL } from '../env/mini-swe/mutate.js';
 import { loadTasks, type SweTask } from '../env/tasks.js';
 import { SwerlError } from '../errors.js';
@@ -29,7 +29,7 @@ import { writeRollouts } from '../rollout/record.js';
 import { Tokenizer } from '../tokenizer/tokenizer.js';
 import { AdamW } from '../train/adamw.js';
 import { type PipelineConfig, rlFilterWarnings } from './config.js';
-import { withFreshNames } from './fresh-names.js';
+import { withFreshFiles, withFreshNames } from './fresh-names.js';
 import { writeReport } from './report.js';
 import {
   copyPretrain,
@@ -296,11 +296,17 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     }
     if (c.warmStart.enabled && c.warmStart.epochs > 0) {
       // With freshNames, epoch e's demonstrations carry names drawn by a seeded stream of their own.
-      const plain = c.warmStart.freshNames ? null : demos.map((d) => demoSample(d, tokenizer));
+      // With freshFiles, the same stream then draws each demonstration's module file name.
+      const { freshNames, freshFiles } = c.warmStart;
+      const plain = freshNames || freshFiles ? null : demos.map((d) => demoSample(d, tokenizer));
+      const stems = catalogueModules(c.miniSwe.catalogue).map((m) => m.name);
       const samples = (e: number) => {
         if (plain) return plain;
         const rng = mulberry32(c.seed * 611953 + e);
-        return demos.map((d) => demoSample(withFreshNames(d, NAME_POOL, rng), tokenizer));
+        return demos.map((d) => {
+          const named = freshNames ? withFreshNames(d, NAME_POOL, rng) : d;
+          return demoSample(freshFiles ? withFreshFiles(named, stems, rng) : named, tokenizer);
+        });
       };
       const steps = await sftEpochs(
         { model, tokenizer } as Policy,

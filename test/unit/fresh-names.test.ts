@@ -7,12 +7,12 @@ import { describe, expect, it } from 'vitest';
 import { runEpisode } from '../../src/agent/episode.js';
 import { evaluatePatch } from '../../src/env/evaluate.js';
 import { expertPolicy } from '../../src/env/mini-swe/expert.js';
-import { generateMiniSweTasks } from '../../src/env/mini-swe/generate.js';
+import { catalogueModules, generateMiniSweTasks } from '../../src/env/mini-swe/generate.js';
 import { NAME_POOL } from '../../src/env/mini-swe/mutate.js';
 import type { SweTask } from '../../src/env/tasks.js';
 import { EMBEDDED_MODEL_CONFIG, Model, Tokenizer } from '../../src/index.js';
 import { resolveConfig } from '../../src/pipeline/config.js';
-import { slipPair, withFreshNames } from '../../src/pipeline/fresh-names.js';
+import { slipPair, withFreshFiles, withFreshNames } from '../../src/pipeline/fresh-names.js';
 import { type Policy, sftEpochs } from '../../src/pipeline/stages.js';
 import { mulberry32 } from '../../src/random.js';
 
@@ -93,6 +93,64 @@ describe('withFreshNames', () => {
     expect(swapped).toBe(tasks.length);
   }, 180_000);
 
+  it('withFreshFiles: the renamed demonstration is the one the environment gives for the task with its module renamed', async () => {
+    const tasks = await generateMiniSweTasks({
+      count: 3,
+      seed: 6,
+      difficulty: 0,
+      kinds: ['misspelled-name'],
+      renameLocals: true,
+      issue: 'error',
+      catalogue: 'wide',
+    });
+    const stems = catalogueModules('wide').map((m) => m.name);
+    for (const [i, task] of tasks.entries()) {
+      // Noise 1 takes every detour: a listing and a look at the file print its name too.
+      const demo = await runEpisode({
+        task,
+        policy: expertPolicy(task, { style: 'direct', noise: 1, seed: i }),
+        prompt: 'compact',
+      });
+      const stem = /^\+\+\+ b\/src\/(\w+)\.js$/m.exec(task.patch)?.[1] as string;
+      const fresh = withFreshFiles(demo, stems, mulberry32(7 + i));
+      const to = /^\+\+\+ b\/src\/(\w+)\.js$/m.exec(fresh.patch)?.[1] as string;
+      expect(stems).toContain(to);
+      expect(to).not.toBe(stem);
+      expect(fresh.messages[0]).toEqual(demo.messages[0]); // the system prompt
+      const before = demo.turns.map((t) => `${t.command}\n${t.observation}`).join('\n');
+      expect(before).toContain(`src/${stem}.js`); // grep printed it: there was something to rename
+      const after = fresh.turns.map((t) => `${t.command}\n${t.observation}`).join('\n');
+      expect(after).not.toContain(`${stem}.js`);
+      // The twin task: the module and its test file renamed, and the test's import with them.
+      const files = task.files as Record<string, string>;
+      const twin: SweTask = {
+        ...task,
+        patch: fresh.patch,
+        FAIL_TO_PASS: task.FAIL_TO_PASS.map((id) => id.replace(`${stem}.test.js`, `${to}.test.js`)),
+        PASS_TO_PASS: task.PASS_TO_PASS.map((id) => id.replace(`${stem}.test.js`, `${to}.test.js`)),
+        files: Object.fromEntries(
+          Object.entries(files).map(([f, s]) => [
+            f.replace(`${stem}.js`, `${to}.js`).replace(`${stem}.test.js`, `${to}.test.js`),
+            s.replace(`../src/${stem}.js`, `../src/${to}.js`),
+          ]),
+        ),
+      };
+      const actions = fresh.messages.filter((m) => m.role === 'assistant').map((m) => m.content);
+      let next = 0;
+      const replay = await runEpisode({
+        task: twin,
+        policy: async () => actions[next++] ?? 'submit',
+        prompt: 'compact',
+      });
+      expect(replay.turns.map((t) => t.observation)).toEqual(fresh.turns.map((t) => t.observation));
+      expect(replay.messages).toEqual(fresh.messages);
+      expect((await evaluatePatch(twin, replay.patch)).resolved).toBe(true);
+      expect((await evaluatePatch(twin, demo.patch)).resolved).toBe(false); // it names the old file
+    }
+    const plain = { instance_id: 'x', messages: [], turns: [], patch: '', finishReason: 'submit' as const };
+    expect(withFreshFiles(plain, stems, mulberry32(1))).toBe(plain); // no module patched
+  }, 180_000);
+
   it('a patch that is not a name slip, or a pool with no fitting name, leaves the demonstration as it is', () => {
     const demo = {
       instance_id: 'x',
@@ -155,8 +213,10 @@ describe('withFreshNames', () => {
     expect(other.slice(4).map((m) => m.loss)).not.toEqual(fromArray.slice(4).map((m) => m.loss));
   });
 
-  it('warmStart.freshNames is validated', () => {
+  it('warmStart.freshNames and freshFiles are validated', () => {
     expect(resolveConfig({ warmStart: { freshNames: true } }).warmStart.freshNames).toBe(true);
     expect(() => resolveConfig({ warmStart: { freshNames: 'yes' } })).toThrow(/warmStart\.freshNames/);
+    expect(resolveConfig({}).warmStart.freshFiles).toBe(false);
+    expect(() => resolveConfig({ warmStart: { freshFiles: 1 } })).toThrow(/warmStart\.freshFiles/);
   });
 });
