@@ -533,6 +533,12 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
       "'direct' with miniSwe.issue 'error' (the thorough expert reproduces with the issue's script)",
       c.warmStart.style,
     );
+  if (c.warmStart.freshFiles && c.tasksFile !== null)
+    fail(
+      'warmStart.freshFiles',
+      "false with a tasksFile (it names files after the mini-SWE catalogue's modules)",
+      true,
+    );
   if (c.tasksFile === null && c.modelDir === null && c.warmStart.demoTasks >= c.miniSwe.trainTasks)
     fail(
       'warmStart.demoTasks',

@@ -218,5 +218,8 @@ describe('withFreshNames', () => {
     expect(() => resolveConfig({ warmStart: { freshNames: 'yes' } })).toThrow(/warmStart\.freshNames/);
     expect(resolveConfig({}).warmStart.freshFiles).toBe(false);
     expect(() => resolveConfig({ warmStart: { freshFiles: 1 } })).toThrow(/warmStart\.freshFiles/);
+    expect(() => resolveConfig({ tasksFile: 'tasks.jsonl', warmStart: { freshFiles: true } })).toThrow(
+      /warmStart\.freshFiles/,
+    );
   });
 });

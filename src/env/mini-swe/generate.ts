@@ -65,7 +65,7 @@ export interface MiniSweOptions {
   /**
    * Which modules: 'core' (default) the four of CATALOGUE; 'wide' those and the eleven of
    * WIDE_MODULES, so that each split spans many bug sites in many modules (the core catalogue's
-   * misspelled-name test split is 11 sites, the wide one's about 70). Distractors come from the
+   * misspelled-name test split is 11 sites, the wide one's 72). Distractors come from the
    * same set.
    */
   catalogue?: 'core' | 'wide';
