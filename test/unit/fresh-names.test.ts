@@ -4,7 +4,7 @@
  * observation, and its patch resolves that task. Runs real episodes in real sandboxes.
  */
 import { describe, expect, it } from 'vitest';
-import { runEpisode } from '../../src/agent/episode.js';
+import { runEpisode, type Trajectory } from '../../src/agent/episode.js';
 import { evaluatePatch } from '../../src/env/evaluate.js';
 import { expertPolicy } from '../../src/env/mini-swe/expert.js';
 import { catalogueModules, generateMiniSweTasks } from '../../src/env/mini-swe/generate.js';
@@ -18,6 +18,19 @@ import { mulberry32 } from '../../src/random.js';
 
 const words = (s: string) => s.match(/[A-Za-z_$][\w$]*/g) ?? [];
 const swapWords = (s: string, map: Map<string, string>) => s.replace(/[A-Za-z_$][\w$]*/g, (w) => map.get(w) ?? w);
+/** The generated tasks of the default preset: name slips, renamed locals, the terse issue. */
+const SLIP_TASKS = { difficulty: 0, kinds: ['misspelled-name'], renameLocals: true, issue: 'error' as const };
+
+/** Replays `demo`'s actions in `task`: every message, format error and observation must come back. */
+async function expectReplays(task: SweTask, demo: Trajectory): Promise<Trajectory> {
+  const actions = demo.messages.filter((m) => m.role === 'assistant').map((m) => m.content);
+  let next = 0;
+  const replay = await runEpisode({ task, policy: async () => actions[next++] ?? 'submit', prompt: 'compact' });
+  expect(replay.messages).toEqual(demo.messages);
+  expect(replay.turns.map((t) => t.formatError)).toEqual(demo.turns.map((t) => t.formatError));
+  expect(replay.turns.map((t) => t.observation)).toEqual(demo.turns.map((t) => t.observation));
+  return replay;
+}
 
 describe('withFreshNames', () => {
   it('slipPair reads a one-name plural slip from a patch, and nothing else', () => {
@@ -35,14 +48,7 @@ describe('withFreshNames', () => {
   });
 
   it('the swapped demonstration is the one the environment gives for the swapped task, and resolves it', async () => {
-    const tasks = await generateMiniSweTasks({
-      count: 3,
-      seed: 5,
-      difficulty: 0,
-      kinds: ['misspelled-name'],
-      renameLocals: true,
-      issue: 'error',
-    });
+    const tasks = await generateMiniSweTasks({ count: 3, seed: 5, ...SLIP_TASKS });
     let swapped = 0;
     for (const [i, task] of tasks.entries()) {
       const demo = await runEpisode({
@@ -76,16 +82,7 @@ describe('withFreshNames', () => {
         files: Object.fromEntries(Object.entries(files).map(([f, s]) => [f, swapWords(s, map)])),
       };
       // Replaying the swapped demonstration's actions there gives back its every observation.
-      const actions = fresh.messages.filter((m) => m.role === 'assistant').map((m) => m.content);
-      let next = 0;
-      const replay = await runEpisode({
-        task: twin,
-        policy: async () => actions[next++] ?? 'submit',
-        prompt: 'compact',
-      });
-      expect(replay.messages).toEqual(fresh.messages);
-      expect(replay.turns.map((t) => t.formatError)).toEqual(fresh.turns.map((t) => t.formatError));
-      expect(replay.turns.map((t) => t.observation)).toEqual(fresh.turns.map((t) => t.observation));
+      const replay = await expectReplays(twin, fresh);
       expect((await evaluatePatch(twin, replay.patch)).resolved).toBe(true);
       // And the original still fails there: the demonstration really is about the new names.
       expect((await evaluatePatch(twin, demo.patch)).resolved).toBe(false);
@@ -94,15 +91,7 @@ describe('withFreshNames', () => {
   }, 180_000);
 
   it('withFreshFiles: the renamed demonstration is the one the environment gives for the task with its module renamed', async () => {
-    const tasks = await generateMiniSweTasks({
-      count: 3,
-      seed: 6,
-      difficulty: 0,
-      kinds: ['misspelled-name'],
-      renameLocals: true,
-      issue: 'error',
-      catalogue: 'wide',
-    });
+    const tasks = await generateMiniSweTasks({ count: 3, seed: 6, ...SLIP_TASKS, catalogue: 'wide' });
     const stems = catalogueModules('wide').map((m) => m.name);
     for (const [i, task] of tasks.entries()) {
       // Noise 1 takes every detour: a listing and a look at the file print its name too.
@@ -135,15 +124,7 @@ describe('withFreshNames', () => {
           ]),
         ),
       };
-      const actions = fresh.messages.filter((m) => m.role === 'assistant').map((m) => m.content);
-      let next = 0;
-      const replay = await runEpisode({
-        task: twin,
-        policy: async () => actions[next++] ?? 'submit',
-        prompt: 'compact',
-      });
-      expect(replay.turns.map((t) => t.observation)).toEqual(fresh.turns.map((t) => t.observation));
-      expect(replay.messages).toEqual(fresh.messages);
+      const replay = await expectReplays(twin, fresh);
       expect((await evaluatePatch(twin, replay.patch)).resolved).toBe(true);
       expect((await evaluatePatch(twin, demo.patch)).resolved).toBe(false); // it names the old file
     }
