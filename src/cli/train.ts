@@ -90,6 +90,19 @@ export async function main(argv: string[]): Promise<number> {
     console.log(line);
   };
   console.log(`swerl train: preset ${config.preset}${values.config ? ` (config ${values.config})` : ''} -> ${out}`);
+  // Ctrl-C (or a SIGTERM) stops at once: every finished phase is on disk (state.json and the
+  // checkpoints are written atomically), the exit hook removes the sandboxes' workspaces, and the
+  // user is told how to continue. The exit code is the shell's for a death by that signal.
+  const interrupted = (signal: NodeJS.Signals) => {
+    if (current) bar.stop();
+    const again = ['node train.js', ...argv.filter((a) => a !== '--resume').map(shellWord), '--resume'].join(' ');
+    console.error(
+      `\nswerl: interrupted (${signal}). Finished phases are saved in ${out}; continue with: ${again}${values.out ? '' : ` --out ${shellWord(out)}`}`,
+    );
+    process.exit(128 + (signal === 'SIGINT' ? 2 : 15));
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
   try {
     const summary = await runPipeline(config, { out, resume: values.resume ?? false, progress, say });
     if (current) bar.stop();
@@ -109,5 +122,13 @@ export async function main(argv: string[]): Promise<number> {
       return 1;
     }
     throw err;
+  } finally {
+    process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
   }
+}
+
+/** `word` as one shell word: quoted when it holds anything beyond a path's usual characters. */
+function shellWord(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`;
 }

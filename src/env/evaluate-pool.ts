@@ -8,7 +8,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import type { Evaluation } from './evaluate.js';
+import { defaultSandboxDir } from './sandbox.js';
 import type { SweTask } from './tasks.js';
+import { removeOwnWorkspacesAtExit } from './workspace-dirs.js';
 
 /** One evaluation to run. */
 export interface EvaluationJob {
@@ -28,6 +30,9 @@ function getPool(threads: number): Piscina {
   const worker = here.endsWith('.ts')
     ? join(dirname(here), '..', '..', 'dist', 'env', 'evaluate-worker.js')
     : join(dirname(here), 'evaluate-worker.js');
+  // The workers' sandboxes are made in the default directory and named for this process: its
+  // exit hook removes the ones a stopped run leaves.
+  removeOwnWorkspacesAtExit(defaultSandboxDir());
   pool = new Piscina({
     filename: worker,
     minThreads: 1,

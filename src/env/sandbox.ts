@@ -15,8 +15,10 @@
  *
  * The git metadata that diff() uses lives outside the workspace, so nothing an agent writes can
  * configure the host's git. Workspaces are made in defaultSandboxDir() (a tmpfs where there is
- * one) unless the `dir` option says otherwise. Host-side file access resolves symlinks and
- * rejects paths that leave the workspace (PATH_ESCAPE).
+ * one) unless the `dir` option says otherwise, named for the owning process, which removes them
+ * when it exits; a killed process's are removed by the next sandbox made there
+ * (workspace-dirs.ts). Host-side file access resolves symlinks and rejects paths that leave the
+ * workspace (PATH_ESCAPE).
  */
 import { execFileSync } from 'node:child_process';
 import {
@@ -38,6 +40,7 @@ import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { invalidArgument, SwerlError } from '../errors.js';
 import { type SpawnedChild, spawnRelayed } from './spawn-relay.js';
+import { useWorkspaceDir, workspacePrefix } from './workspace-dirs.js';
 
 /** What an exec returns. */
 export interface ExecResult {
@@ -291,9 +294,10 @@ export class LocalSandbox {
     const repository = o.repository ?? true;
     if (typeof repository !== 'boolean') throw invalidArgument('repository', 'a boolean', repository);
     if (isRoot) searchableByOthersOrThrow(dir);
+    await useWorkspaceDir(dir);
     let root: string;
     try {
-      root = await realpath(await mkdtemp(join(dir, 'swerl-ws-')));
+      root = await realpath(await mkdtemp(join(dir, workspacePrefix('ws'))));
     } catch (e) {
       throw new SwerlError(
         `cannot make a sandbox workspace in ${dir}: ${(e as Error).message}; set SWERL_SANDBOX_DIR (or the dir option) to a writable directory`,
@@ -302,7 +306,7 @@ export class LocalSandbox {
     }
     let meta: string;
     try {
-      meta = await mkdtemp(join(dir, 'swerl-meta-'));
+      meta = await mkdtemp(join(dir, workspacePrefix('meta')));
     } catch (e) {
       await rm(root, { recursive: true, force: true });
       throw new SwerlError(`cannot make the sandbox's git metadata in ${dir}: ${(e as Error).message}`, 'IO_ERROR');

@@ -12,6 +12,7 @@ import { type ChildProcess, fork, spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { processEnded } from './process-state.js';
 
 /** A request to the relay. */
 export interface RelayRequest {
@@ -47,6 +48,7 @@ export interface SpawnedChild {
 
 class RelayedChild extends EventEmitter implements SpawnedChild {
   pid: number | undefined = undefined;
+  detached = false;
   readonly stdout = new EventEmitter();
   readonly stderr = new EventEmitter();
 }
@@ -121,10 +123,38 @@ export function spawnRelayed(
       stdio: ['ignore', 'pipe', 'pipe'],
     });
   const c = new RelayedChild();
+  c.detached = o.detached ?? false;
   const id = nextId++;
   const r = relayProcess();
   pending.set(id, c);
   settle();
   r.send({ t: 'spawn', id, file, args, cwd: o.cwd, env: o.env, detached: o.detached ?? false } satisfies RelayRequest);
   return c;
+}
+
+/**
+ * Stops the relay and every child it runs, synchronously, for an exit hook that is about to
+ * remove the directories those children work in: SIGTERM to the relay, which SIGKILLs all its
+ * children (those not yet reported started too) and exits; then a wait, of up to 2 s, until it
+ * has. The children it has reported started are SIGKILLed from here as well, in case the relay
+ * is too stuck to.
+ */
+export function stopRelayedSync(): void {
+  for (const c of pending.values()) {
+    if (c.pid === undefined || c.pid <= 0) continue;
+    try {
+      process.kill(c.detached ? -c.pid : c.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  const pid = relay?.pid;
+  if (pid === undefined) return;
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    return; // already gone
+  }
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (let waited = 0; waited < 2000 && !processEnded(pid); waited += 5) Atomics.wait(pause, 0, 0, 5);
 }

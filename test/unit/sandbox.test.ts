@@ -229,18 +229,20 @@ describe.skipIf(!hasBwrap)('LocalSandbox: kills, workspace location, no reposito
   });
 
   it('a workspace made but its git metadata not: IO_ERROR, and the workspace is removed', async () => {
-    // A dir so deep that 'swerl-ws-XXXXXX' still fits in PATH_MAX (4095 characters) and the
-    // longer 'swerl-meta-XXXXXX' does not: the second mkdtemp fails with ENAMETOOLONG.
+    // A dir so deep that 'swerl-ws-<pid>-XXXXXX' still fits in PATH_MAX (4095 characters) and
+    // the longer 'swerl-meta-<pid>-XXXXXX' does not: the second mkdtemp fails with ENAMETOOLONG.
     const base = mkdtempSync(join(tmpdir(), 'swerl-deep-'));
     chmodSync(base, 0o755);
     try {
       let dir = base;
-      const longest = 4095 - '/swerl-ws-XXXXXX'.length;
+      const ws = `/swerl-ws-${process.pid}-XXXXXX`;
+      const meta = `/swerl-meta-${process.pid}-XXXXXX`;
+      const longest = 4095 - ws.length;
       for (let room = longest - dir.length - 1; room >= 1; room = longest - dir.length - 1) {
         dir = join(dir, 'd'.repeat(Math.min(200, room)));
         mkdirSync(dir);
       }
-      expect(dir.length + '/swerl-meta-XXXXXX'.length).toBeGreaterThan(4095);
+      expect(dir.length + meta.length).toBeGreaterThan(4095);
       await expect(LocalSandbox.create({ dir, files: { 'a.txt': 'x' } })).rejects.toMatchObject({
         code: 'IO_ERROR',
         message: expect.stringMatching(/git metadata/),

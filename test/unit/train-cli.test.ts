@@ -5,7 +5,16 @@
  * field named before anything runs.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -14,8 +23,8 @@ import { AdamW, isolationAvailable, Model, readRollouts, Tokenizer } from '../..
 const root = join(import.meta.dirname, '..', '..');
 const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
 
-function train(args: string[]) {
-  return spawnSync(process.execPath, [join(root, 'train.js'), ...args], { cwd: root, encoding: 'utf8' });
+function train(args: string[], env: NodeJS.ProcessEnv = process.env) {
+  return spawnSync(process.execPath, [join(root, 'train.js'), ...args], { cwd: root, encoding: 'utf8', env });
 }
 
 describe('node train.js', () => {
@@ -78,6 +87,7 @@ describe('node train.js', () => {
     'smoke: killed after the base evaluation and again mid-DAPO, --resume finishes without losing or repeating a phase',
     async () => {
       const out = mkdtempSync(join(tmpdir(), 'swerl-train-'));
+      chmodSync(out, 0o755); // the sandboxes' folder is inside: as root, their uid must reach it
       // The smoke preset with two DAPO iterations, the KL penalty (its reference is kept on disk)
       // and refill rounds, so that the second kill lands between DAPO iterations.
       const cfg = join(out, 'smoke2.json');
@@ -101,7 +111,13 @@ describe('node train.js', () => {
         }),
       );
       const statePath = join(out, 'run', 'state.json');
-      const runUntil = async (phase: string, resume: boolean) => {
+      // The runs' sandbox workspaces, in a folder of their own, so that what they leave is seen.
+      const sandboxes = join(out, 'sandboxes');
+      mkdirSync(sandboxes, { mode: 0o755 });
+      const env = { ...process.env, SWERL_SANDBOX_DIR: sandboxes };
+      // The first stop is Ctrl-C's SIGINT, which the CLI handles; the second a SIGKILL, which it
+      // cannot, and whose workspaces the resumed run removes.
+      const runUntil = async (phase: string, resume: boolean, signal: 'SIGINT' | 'SIGKILL') => {
         const args = [
           join(root, 'train.js'),
           '--config',
@@ -110,7 +126,11 @@ describe('node train.js', () => {
           join(out, 'run'),
           ...(resume ? ['--resume'] : []),
         ];
-        const child = spawn(process.execPath, args, { cwd: root, stdio: 'ignore' });
+        const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe'] });
+        let stderr = '';
+        child.stderr.on('data', (d: Buffer) => {
+          stderr += d;
+        });
         const deadline = Date.now() + 240_000; // generous: CI runs other test files beside it
         for (;;) {
           if (Date.now() > deadline) throw new Error(`the smoke run never reached ${phase}`);
@@ -121,15 +141,31 @@ describe('node train.js', () => {
             // not written yet
           }
         }
-        child.kill('SIGKILL');
-        await new Promise((r) => child.on('exit', r));
+        const exited = new Promise<[number | null, string | null]>((r) =>
+          child.on('exit', (code, sig) => r([code, sig])),
+        );
+        child.kill(signal);
+        const [code, sig] = await exited;
         expect(existsSync(join(out, 'run', 'summary.json'))).toBe(false);
+        if (signal === 'SIGINT') {
+          // It stops at once, says how to go on, and leaves no workspace behind.
+          expect([code, sig], stderr).toEqual([130, null]);
+          expect(stderr).toContain(`interrupted (SIGINT)`);
+          expect(stderr).toContain(`continue with: node train.js --config ${cfg} --out ${join(out, 'run')} --resume`);
+          expect(readdirSync(sandboxes)).toEqual([]);
+        } else {
+          expect(sig).toBe('SIGKILL');
+          // Whether or not the kill found workspaces open, one under the killed run's pid.
+          mkdirSync(join(sandboxes, `swerl-ws-${child.pid}-killed`, 'src'), { recursive: true });
+        }
       };
       try {
-        await runUntil('eval-base', false);
-        await runUntil('dapo-0-0', true);
-        const resumed = train(['--config', cfg, '--out', join(out, 'run'), '--resume']);
+        await runUntil('eval-base', false, 'SIGINT');
+        await runUntil('dapo-0-0', true, 'SIGKILL');
+        const resumed = train(['--config', cfg, '--out', join(out, 'run'), '--resume'], env);
         expect(resumed.status, resumed.stderr + resumed.stdout).toBe(0);
+        // The killed run's workspaces were removed by the resumed run, which removed its own too.
+        expect(readdirSync(sandboxes)).toEqual([]);
         expect(resumed.stdout).toContain('resuming after');
         const run = join(out, 'run');
         const summary = JSON.parse(readFileSync(join(run, 'summary.json'), 'utf8'));
