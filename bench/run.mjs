@@ -4,10 +4,12 @@
  * date, per-suite details). The machine suite always runs first: the other suites report their
  * figures against its limits.
  *
- * Usage: node bench/run.mjs [--suite machine|kv|sample|loss]... [--quick] [--out PATH]
+ * Usage: node bench/run.mjs [--suite machine|kv|sample|loss|model|engine|env|rollout]... [--quick]
+ *        [--out PATH] [--checkpoint DIR]
  *   --suite  run only these suites (repeatable or comma-separated; machine always runs)
  *   --quick  short run (smoke test)
  *   --out    results path (default bench/results/latest.json; meta goes next to it as *.meta.json)
+ *   --checkpoint  the rollout suite's policy: a run's checkpoints/<phase> (default: a random model)
  *
  * Needs the compiled package: `npm run build` (or `npx tsc -p tsconfig.build.json` and the addon).
  */
@@ -23,6 +25,7 @@ import { progress, Report, writeJson } from './lib.mjs';
 import { lossSuite } from './loss.mjs';
 import { machineSuite } from './machine.mjs';
 import { modelSuite } from './model.mjs';
+import { rolloutSuite } from './rollout.mjs';
 import { sampleSuite } from './sample.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -35,6 +38,7 @@ const SUITES = {
   model: modelSuite,
   engine: engineSuite,
   env: envSuite,
+  rollout: rolloutSuite,
 };
 
 const { values } = parseArgs({
@@ -42,14 +46,17 @@ const { values } = parseArgs({
     suite: { type: 'string', multiple: true },
     quick: { type: 'boolean', default: false },
     out: { type: 'string' },
+    checkpoint: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 
 if (values.help) {
   process.stdout.write(
-    'node bench/run.mjs [--suite machine|kv|sample|loss|model|engine|env]... [--quick] [--out PATH]\n' +
-      '  writes bench/results/latest.json and latest.meta.json\n',
+    'node bench/run.mjs [--suite machine|kv|sample|loss|model|engine|env|rollout]... [--quick] [--out PATH]\n' +
+      '                   [--checkpoint DIR]\n' +
+      '  writes bench/results/latest.json and latest.meta.json\n' +
+      "  --checkpoint: the rollout suite's policy (a run's checkpoints/<phase>; default a random model)\n",
   );
   process.exit(0);
 }
@@ -105,7 +112,7 @@ for (const [name, suite] of Object.entries(SUITES)) {
   progress(`suite ${name}`);
   t = performance.now();
   try {
-    await suite({ quick, report, meta, limits });
+    await suite({ quick, report, meta, limits, checkpoint: values.checkpoint });
   } catch (err) {
     const msg = err instanceof Error ? (err.stack ?? err.message) : String(err);
     errors.push(`${name}: ${msg}`);

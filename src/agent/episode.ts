@@ -15,6 +15,7 @@ import {
   checkPromptStyle,
   formatErrorMessage,
   installTools,
+  type ParsedAction,
   type PromptStyle,
   parseAction,
   runCommand,
@@ -25,8 +26,12 @@ import {
 } from './scaffold.js';
 import { maskTimings } from './timings.js';
 
-/** A policy: the conversation so far in, the next assistant message out. */
-export type Policy = (messages: AgentMessage[]) => Promise<string>;
+/**
+ * A policy: the conversation so far in, the next assistant message out. A policy that has parsed
+ * the message's action itself (the rollout coordinator does, on its worker threads) returns both;
+ * the action must be what `parseAction(content, format)` gives.
+ */
+export type Policy = (messages: AgentMessage[]) => Promise<string | { content: string; action: ParsedAction }>;
 
 /** One turn of a trajectory. */
 export interface Turn {
@@ -59,7 +64,7 @@ export interface EpisodeOptions {
   /** Ends the episode when the conversation's size (by `contextSize`) exceeds this. */
   maxContext?: number;
   /** Size of the conversation (default: characters); pass a token counter for token limits. */
-  contextSize?: (messages: AgentMessage[]) => number;
+  contextSize?: (messages: AgentMessage[]) => number | Promise<number>;
   format?: ActionFormat;
   /** The scaffold's prompts (default 'paper'; scaffoldPrompts). */
   prompt?: PromptStyle;
@@ -108,9 +113,10 @@ export async function runEpisode(o: EpisodeOptions): Promise<Trajectory> {
         finishReason = 'timeout';
         break;
       }
-      const action = await o.policy(messages.map((m) => ({ ...m })));
+      const response = await o.policy(messages.map((m) => ({ ...m })));
+      const action = typeof response === 'string' ? response : response.content;
       messages.push({ role: 'assistant', content: action });
-      const parsed = parseAction(action, format);
+      const parsed = typeof response === 'string' ? parseAction(action, format) : response.action;
       const state = await shellState(sb);
       if (parsed.kind === 'error') {
         const observation = `${formatErrorMessage(parsed.error)}\n${shellPrompt(state.cwd, state.file)}`;
@@ -130,7 +136,7 @@ export async function runEpisode(o: EpisodeOptions): Promise<Trajectory> {
         turns.push({ action, command: parsed.command, formatError: null, observation, exitCode: r.exitCode });
         messages.push({ role: 'user', content: observation });
       }
-      if (o.maxContext !== undefined && size(messages) > o.maxContext) {
+      if (o.maxContext !== undefined && (await size(messages)) > o.maxContext) {
         finishReason = 'max_context';
         break;
       }

@@ -5,12 +5,14 @@
  * KV of everything before stays in the session), responses are generated up to <|im_end|>, and
  * the session's tokens, the generated spans and the engine's logprobs become the rollout record.
  * The G samples of a task fork one session that holds the prompt, so it is prefilled once.
- * Commands run in sandboxes while other episodes generate; rewards are evaluated on the piscina
- * pool (evaluatePatches) as episodes finish.
+ * Commands run in sandboxes while other episodes generate. The text work around the model
+ * (rendering and tokenizing observations, decoding responses and parsing their actions) runs on
+ * one piscina pool (TextPool), and rewards are evaluated on another (evaluatePatches) as episodes
+ * finish.
  */
 
 import { type EpisodeOptions, episodeReward, runEpisode } from '../agent/episode.js';
-import type { ActionFormat, AgentMessage } from '../agent/scaffold.js';
+import { type ActionFormat, type AgentMessage, type ParsedAction, parseAction } from '../agent/scaffold.js';
 import type { Engine, GenerateRequest, Generation } from '../engine/engine.js';
 import { evaluatePatches } from '../env/evaluate-pool.js';
 import type { SweTask } from '../env/tasks.js';
@@ -20,6 +22,7 @@ import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { checkInteger } from '../validate.js';
 import { deltaText, promptText } from './chatml.js';
 import type { RolloutRecord, RolloutTurn } from './record.js';
+import { TextPool } from './text-pool.js';
 
 /** What the coordinator needs of a session (Session and RemoteSession have it). */
 interface SessionLike {
@@ -55,6 +58,11 @@ export interface RolloutOptions {
   maskTimings?: boolean;
   /** Episodes in flight (default 16). */
   concurrency?: number;
+  /**
+   * Render, tokenize, decode and parse on a pool of worker threads (TextPool; default true), or
+   * on the calling thread (false). The records are the same either way.
+   */
+  textWorkers?: boolean;
   sandbox?: EpisodeOptions['sandbox'];
   format?: ActionFormat;
   /** The scaffold's prompts (default 'paper'). */
@@ -65,22 +73,50 @@ export interface RolloutOptions {
   onRecord?: (r: RolloutRecord) => void;
 }
 
+/**
+ * The text work around the model (text-worker.ts): on the worker pool, or on this thread with
+ * the same functions.
+ */
+type TextWork = Pick<TextPool, 'prompt' | 'observe' | 'respond'>;
+
+function textOnThisThread(tokenizer: Tokenizer): TextWork {
+  return {
+    prompt: async (messages) => {
+      const text = promptText(messages);
+      return { text, tokens: tokenizer.encode(text) };
+    },
+    observe: async (messages, responseOpen) => ({
+      tokens: tokenizer.encode(deltaText(messages, responseOpen)),
+      contextTokens: messages.reduce((a, m) => a + tokenizer.encode(m.content).length + 5, 0),
+    }),
+    respond: async (tokens, format) => {
+      const content = tokenizer.decode(tokens);
+      return { content, action: parseAction(content, format) };
+    },
+  };
+}
+
 /** One task's group: the session holding the prompt, prefilled once, that samples fork. */
 class PromptGroup {
   #parent: Promise<{ session: SessionLike; text: string; tokens: Int32Array }> | null = null;
   #left: number;
   constructor(
     private readonly open: () => SessionLike,
-    private readonly tokenizer: Tokenizer,
     samples: number,
   ) {
     this.#left = samples;
   }
 
-  /** A session holding all of `text`'s tokens but the last (the caller appends it), and that token. */
-  async fork(text: string): Promise<{ session: SessionLike; last: number; prompt: Int32Array }> {
+  /**
+   * A session holding all of the prompt's tokens but the last (the caller appends it), and that
+   * token. `prompt` is the episode's first prompt, rendered and tokenized.
+   */
+  async fork(prompt: {
+    text: string;
+    tokens: Int32Array;
+  }): Promise<{ session: SessionLike; last: number; prompt: Int32Array }> {
     if (this.#parent === null) {
-      const tokens = this.tokenizer.encode(text);
+      const { text, tokens } = prompt;
       const session = this.open();
       this.#parent = session
         .generate({ append: tokens.subarray(0, tokens.length - 1), maxTokens: 0 })
@@ -90,10 +126,10 @@ class PromptGroup {
     this.#left--;
     let session: SessionLike;
     let tokens = p.tokens;
-    if (p.text === text) session = p.session.fork();
+    if (p.text === prompt.text) session = p.session.fork();
     else {
       // A different prompt (another workdir): its own session.
-      tokens = this.tokenizer.encode(text);
+      tokens = prompt.tokens;
       session = this.open();
       await session.generate({ append: tokens.subarray(0, tokens.length - 1), maxTokens: 0 });
     }
@@ -114,7 +150,8 @@ export async function runRollouts(o: RolloutOptions): Promise<RolloutRecord[]> {
   const imEnd = o.tokenizer.tokenToId('<|im_end|>');
   if (imEnd === undefined) throw invalidArgument('tokenizer', 'a ChatML tokenizer (with <|im_end|>)', 'none');
   const open = () => (o.engine as { openSession(): SessionLike }).openSession();
-  const groups = o.tasks.map(() => new PromptGroup(open, o.tokenizer, G));
+  const groups = o.tasks.map(() => new PromptGroup(open, G));
+  const text = (o.textWorkers ?? true) ? TextPool.for(o.tokenizer) : textOnThisThread(o.tokenizer);
   const jobs = o.tasks.flatMap((task, i) => Array.from({ length: G }, (_, j) => ({ task, i, j })));
   const out: RolloutRecord[] = new Array(jobs.length);
   let next = 0;
@@ -122,7 +159,7 @@ export async function runRollouts(o: RolloutOptions): Promise<RolloutRecord[]> {
     while (next < jobs.length) {
       const k = next++;
       const { task, i, j } = jobs[k] as (typeof jobs)[number];
-      const r = await episode(o, task, j, groups[i] as PromptGroup, {
+      const r = await episode(o, text, task, j, groups[i] as PromptGroup, {
         seed: (o.seed ?? 0) + i * G + j,
         imEnd,
         maxTokensPerTurn,
@@ -139,6 +176,7 @@ export async function runRollouts(o: RolloutOptions): Promise<RolloutRecord[]> {
 
 async function episode(
   o: RolloutOptions,
+  text: TextWork,
   task: SweTask,
   sample: number,
   group: PromptGroup,
@@ -162,17 +200,26 @@ async function episode(
       lp.push(generated && logprobs ? (logprobs[k] as number) : 0);
     }
   };
-  const policy = async (messages: AgentMessage[]): Promise<string> => {
+  // The new messages after a response, rendered and tokenized once: by the context check that
+  // follows each turn, for the next turn's append.
+  let observed: { from: number; to: number; tokens: Int32Array; contextTokens: number } | null = null;
+  const observe = async (messages: AgentMessage[]) => {
+    if (observed === null || observed.from !== sent || observed.to !== messages.length) {
+      const r = await text.observe(messages.slice(sent), openTurn);
+      observed = { from: sent, to: messages.length, ...r };
+    }
+    return observed;
+  };
+  const policy = async (messages: AgentMessage[]): Promise<{ content: string; action: ParsedAction }> => {
     const g0 = performance.now();
     let append: Int32Array;
     if (session === null) {
-      const text = promptText(messages);
-      const f = await group.fork(text);
+      const f = await group.fork(await text.prompt(messages));
       session = f.session;
       push(f.prompt, false);
       append = Int32Array.of(f.last);
     } else {
-      append = o.tokenizer.encode(deltaText(messages.slice(sent), openTurn));
+      append = (await observe(messages)).tokens;
       push(append, false);
     }
     sent = messages.length + 1; // the response this call returns
@@ -189,7 +236,7 @@ async function episode(
     const ended = g.tokens.length > 0 && g.tokens[g.tokens.length - 1] === p.imEnd;
     openTurn = !ended;
     generateMs += performance.now() - g0;
-    return o.tokenizer.decode(ended ? g.tokens.subarray(0, g.tokens.length - 1) : g.tokens);
+    return text.respond(ended ? g.tokens.slice(0, g.tokens.length - 1) : g.tokens, o.format ?? 'command');
   };
   try {
     const traj = await runEpisode({
@@ -205,10 +252,7 @@ async function episode(
       signal: timeout.signal,
       maxContext: p.maxContextTokens,
       // The conversation's size in tokens: what the session holds plus the pending observation.
-      contextSize: (messages) => {
-        const pending = messages.slice(sent);
-        return tokens.length + pending.reduce((a, m) => a + o.tokenizer.encode(m.content).length + 5, 0);
-      },
+      contextSize: async (messages) => tokens.length + (await observe(messages)).contextTokens,
     });
     const t1 = performance.now();
     let resolved = false;

@@ -215,6 +215,14 @@ export class Tokenizer {
     });
   }
 
+  /**
+   * The parsed contents of tokenizer.json and tokenizer_config.json, as {@link Tokenizer.fromJson}
+   * takes them (to make the same tokenizer on a worker thread).
+   */
+  toJson(): { tokenizer: object; config: object } {
+    return { tokenizer: this.#json, config: this.#config };
+  }
+
   /** Writes tokenizer.json and tokenizer_config.json into `dir`. */
   async save(dir: string): Promise<void> {
     try {

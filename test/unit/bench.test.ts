@@ -45,6 +45,7 @@ describe('bench harness', () => {
         'engine.multiturn.prefill_ratio',
         'engine.multiturn.vs_stateless',
         'env.sandbox.exec_per_s',
+        'rollout.text_workers.episodes_per_s',
       ]) {
         expect(byName.has(name), name).toBe(true);
       }
@@ -59,6 +60,7 @@ describe('bench harness', () => {
       expect(byName.get('kv.bookkeeping')?.baseline?.value).toBeGreaterThan(0);
       const meta = JSON.parse(readFileSync(join(dir, 'r.meta.json'), 'utf8'));
       expect(meta).toBeTypeOf('object');
+      expect(meta.rollout.identicalRecords).toBe(true); // the text workers change no record
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -14,12 +14,15 @@ import {
   dapoIteration,
   dapoIterationLr,
   dapoLossConfig,
+  deltaText,
   Engine,
   generateMiniSweTasks,
   isolationAvailable,
   lossMask,
   Model,
+  parseAction,
   policySamples,
+  promptText,
   readRollouts,
   resolveConfig,
   rftSamples,
@@ -30,6 +33,7 @@ import {
   Trainer,
   writeRollouts,
 } from '../../src/index.js';
+import { TextPool } from '../../src/rollout/text-pool.js';
 
 const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
 
@@ -155,6 +159,57 @@ describe.skipIf(!canSandbox)('rollouts and the trainer', () => {
       await rm(dir, { recursive: true, force: true });
     }
   }, 240_000);
+
+  it('the text workers give the records the calling thread gives, and parse as parseAction does', async () => {
+    const { tokenizer, model } = setup();
+    const tasks = await generateMiniSweTasks({ count: 2, seed: 5, difficulty: 0 });
+    // Short turns, so responses are cut by length (the delta then closes them), and a context
+    // limit that the context estimate reaches on the second turn.
+    const run = (textWorkers: boolean) =>
+      runRollouts({
+        engine: new Engine({ model, kvBlocks: 2048, blockSize: 16 }),
+        tokenizer,
+        tasks,
+        samplesPerTask: 3,
+        maxTurns: 2,
+        maxTokensPerTurn: 20,
+        maxContextTokens: 1850,
+        seed: 5,
+        textWorkers,
+      });
+    const [pooled, local] = [await run(true), await run(false)];
+    const strip = (r: (typeof pooled)[0]) => ({ ...r, timings: null });
+    expect(pooled.map(strip)).toEqual(local.map(strip));
+    // Every episode passed the context check after its first turn and failed it after its second.
+    expect(pooled.map((r) => [r.turns.length, r.finishReason])).toEqual(pooled.map(() => [2, 'max_context']));
+    // A random model writes no commands: the parser's other answers, directly on the pool.
+    const pool = TextPool.for(tokenizer);
+    for (const [content, format] of [
+      ['DISCUSSION\nLet me look.\n\n```command\nls -la src\n```', 'command'],
+      ['```command\nls\n```\n```command\npwd\n```', 'command'],
+      ['no block at all', 'command'],
+      ['<tool_call>{"name": "bash", "arguments": {"command": "ls src"}}</tool_call>', 'tool_call'],
+      ['<tool_call>{not json}</tool_call>', 'tool_call'],
+    ] as const) {
+      const ids = tokenizer.encode(content);
+      const text = tokenizer.decode(ids);
+      expect(await pool.respond(ids, format)).toEqual({ content: text, action: parseAction(text, format) });
+    }
+    expect((await pool.respond(tokenizer.encode('```command\nls -la src\n```'), 'command')).action).toEqual({
+      kind: 'command',
+      command: 'ls -la src',
+    });
+    const messages = [
+      { role: 'system' as const, content: SYSTEM_PROMPT },
+      { role: 'user' as const, content: 'fix the bug' },
+    ];
+    const prompt = await pool.prompt(messages);
+    expect(prompt.text).toBe(promptText(messages));
+    expect(Array.from(prompt.tokens)).toEqual(Array.from(tokenizer.encode(promptText(messages))));
+    const observed = await pool.observe(messages.slice(1), true);
+    expect(Array.from(observed.tokens)).toEqual(Array.from(tokenizer.encode(deltaText(messages.slice(1), true))));
+    expect(observed.contextTokens).toBe(tokenizer.encode('fix the bug').length + 5);
+  }, 120_000);
 
   it('masked tokens carry no gradient: a sample with nothing trained leaves the step unchanged', async () => {
     const { tokenizer } = setup();

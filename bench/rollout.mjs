@@ -1,0 +1,122 @@
+/**
+ * The rollout suite: rollout.text_workers.episodes_per_s, episodes per second of runRollouts with
+ * the text work around the model (ChatML rendering and tokenizing of observations, decoding of
+ * responses, action parsing) on its piscina pool (textWorkers: true, the default), beside the same
+ * rollouts with that work on the main thread. Both sides run the default preset's episode shape
+ * (7 turns, 96 tokens per turn, 3072-token context, 32 episodes in flight, the compact prompt) on
+ * held-out mini-SWE tasks, alternating (off, on, off, on) so that load drifts reach both; meta
+ * carries the main thread's event-loop utilization on each side and whether the records matched
+ * bit for bit (they must).
+ *
+ * The policy is the checkpoint given by `--checkpoint DIR` (a run's `checkpoints/<phase>`: real
+ * commands and observations), else a random model of the default's shape with a tokenizer
+ * trained on the tasks (its responses are format errors; the observations are the scaffold's
+ * error message).
+ */
+import {
+  Engine,
+  generateMiniSweTasks,
+  Model,
+  resolveConfig,
+  runRollouts,
+  SYSTEM_PROMPT,
+  Tokenizer,
+} from '../dist/index.js';
+import { progress } from './lib.mjs';
+
+/** @param {import('./sample.mjs').SuiteContext & { checkpoint?: string }} ctx */
+export async function rolloutSuite(ctx) {
+  /** @type {Record<string, unknown>} */
+  const meta = {};
+  ctx.meta.rollout = meta;
+  const c = resolveConfig({}, 'default');
+  const tasks = await generateMiniSweTasks({
+    count: ctx.quick ? 4 : 16,
+    seed: 2,
+    split: 'test',
+    kinds: ['misspelled-name'],
+    renameLocals: true,
+    issue: 'error',
+  });
+  let model;
+  let tokenizer;
+  if (ctx.checkpoint) {
+    [model, tokenizer] = await Promise.all([Model.load(ctx.checkpoint), Tokenizer.load(ctx.checkpoint)]);
+    meta.policy = `checkpoint ${ctx.checkpoint}`;
+  } else {
+    const corpus = [SYSTEM_PROMPT, ...tasks.flatMap((t) => Object.values(t.files ?? {}))];
+    tokenizer = Tokenizer.train(corpus, { vocabSize: c.tokenizer.vocabSize, split: 'identifiers' });
+    const e = c.embeddedModel;
+    model = Model.random(
+      {
+        architectures: ['Qwen2ForCausalLM'],
+        vocab_size: tokenizer.vocabSize,
+        hidden_size: e.hiddenSize,
+        intermediate_size: e.intermediateSize,
+        num_hidden_layers: e.layers,
+        num_attention_heads: e.heads,
+        num_key_value_heads: e.kvHeads,
+        head_dim: e.hiddenSize / e.heads,
+        tie_word_embeddings: true,
+      },
+      5,
+    );
+    meta.policy = "a random model of the default's shape";
+  }
+  const G = ctx.quick ? 2 : 8;
+  const run = async (textWorkers) => {
+    const engine = new Engine({ model, kvBlocks: c.engine.kvBlocks, maxBatchTokens: c.engine.maxBatchTokens });
+    const elu0 = performance.eventLoopUtilization();
+    const t0 = performance.now();
+    const records = await runRollouts({
+      engine,
+      tokenizer,
+      tasks,
+      samplesPerTask: G,
+      seed: 17,
+      maxTurns: c.episode.maxTurns,
+      maxTokensPerTurn: c.episode.maxTokensPerTurn,
+      maxContextTokens: c.episode.maxContextTokens,
+      concurrency: c.episode.concurrency,
+      maxObservationChars: c.episode.maxObservationChars,
+      prompt: 'compact',
+      textWorkers,
+    });
+    const seconds = (performance.now() - t0) / 1000;
+    const elu = performance.eventLoopUtilization(elu0).utilization;
+    return { records, seconds, elu };
+  };
+  const sides = { on: { seconds: 0, elu: [] }, off: { seconds: 0, elu: [] } };
+  let first = null;
+  let identical = true;
+  const rounds = ctx.quick ? 1 : 2;
+  for (let round = 0; round < rounds; round++)
+    for (const side of ['off', 'on']) {
+      progress(
+        `rollout.text_workers: ${tasks.length * G} episodes, text work ${side === 'on' ? 'on workers' : 'on the main thread'}`,
+      );
+      const r = await run(side === 'on');
+      sides[side].seconds += r.seconds;
+      sides[side].elu.push(r.elu);
+      const digest = r.records.map((x) => [
+        x.instance_id,
+        x.sample,
+        Array.from(x.tokens),
+        Array.from(x.logprobs),
+        x.reward,
+      ]);
+      if (first === null) first = JSON.stringify(digest);
+      else identical &&= JSON.stringify(digest) === first;
+    }
+  const episodes = tasks.length * G * rounds;
+  meta.identicalRecords = identical;
+  meta.mainThreadUtilization = { workers: sides.on.elu, mainThread: sides.off.elu };
+  meta.seconds = { workers: sides.on.seconds, mainThread: sides.off.seconds };
+  ctx.report.add({
+    name: 'rollout.text_workers.episodes_per_s',
+    value: episodes / sides.on.seconds,
+    unit: 'episodes/s',
+    baseline: { name: 'the same rollouts, text work on the main thread', value: episodes / sides.off.seconds },
+  });
+  if (!identical) throw new Error('rollout.text_workers: the records differ between the two sides');
+}
