@@ -28,8 +28,9 @@ export class TextPool {
       filename,
       workerData: tokenizer.toJson(),
       // The text work of 32 episodes is a small fraction of a core: one thread on 2 cores, where
-      // the engine's kernels and the sandboxes' commands need the rest.
-      minThreads: 1,
+      // the engine's kernels and the sandboxes' commands need the rest. An idle pool keeps no
+      // thread, so a pool whose tokenizer is gone holds nothing.
+      minThreads: 0,
       maxThreads: Math.max(1, Math.min(4, availableParallelism() - 1)),
       idleTimeout: 5_000,
     });
