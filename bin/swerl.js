@@ -4,7 +4,7 @@
 const [command, ...rest] = process.argv.slice(2);
 if (command === 'train') {
   const { main } = await import('../dist/cli/train.js');
-  process.exitCode = await main(rest);
+  process.exitCode = await main(rest, 'swerl train');
 } else if (command === 'serve') {
   const { main } = await import('../dist/cli/serve.js');
   process.exitCode = await main(rest);

@@ -19,8 +19,11 @@ Runs the swerl pipeline: mini-SWE tasks -> warm-start -> eval -> RFT -> eval -> 
   --resume        continue the run in --out from its last checkpoint
   -h, --help      this text`;
 
-/** Runs the CLI with argv (without node and script) and returns the process exit code. */
-export async function main(argv: string[]): Promise<number> {
+/**
+ * Runs the CLI with argv (without node and script) and returns the process exit code.
+ * `command` is how the user started it, for the resume hint after Ctrl-C.
+ */
+export async function main(argv: string[], command = 'node train.js'): Promise<number> {
   let values: { preset?: string; config?: string; out?: string; resume?: boolean; help?: boolean };
   try {
     ({ values } = parseArgs({
@@ -95,7 +98,7 @@ export async function main(argv: string[]): Promise<number> {
   // user is told how to continue. The exit code is the shell's for a death by that signal.
   const interrupted = (signal: NodeJS.Signals) => {
     if (current) bar.stop();
-    const again = ['node train.js', ...argv.filter((a) => a !== '--resume').map(shellWord), '--resume'].join(' ');
+    const again = [command, ...argv.filter((a) => a !== '--resume').map(shellWord), '--resume'].join(' ');
     console.error(
       `\nswerl: interrupted (${signal}). Finished phases are saved in ${out}; continue with: ${again}${values.out ? '' : ` --out ${shellWord(out)}`}`,
     );
