@@ -12,7 +12,7 @@
  */
 
 import { type EpisodeOptions, episodeReward, runEpisode } from '../agent/episode.js';
-import { type ActionFormat, type AgentMessage, type ParsedAction, parseAction } from '../agent/scaffold.js';
+import type { ActionFormat, AgentMessage, ParsedAction } from '../agent/scaffold.js';
 import type { Engine, GenerateRequest, Generation } from '../engine/engine.js';
 import { evaluatePatches } from '../env/evaluate-pool.js';
 import type { SweTask } from '../env/tasks.js';
@@ -20,9 +20,9 @@ import { invalidArgument } from '../errors.js';
 import type { SamplingParams } from '../sample.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { checkInteger } from '../validate.js';
-import { deltaText, promptText } from './chatml.js';
 import type { RolloutRecord, RolloutTurn } from './record.js';
 import { TextPool } from './text-pool.js';
+import { runTextJob } from './text-work.js';
 
 /** What the coordinator needs of a session (Session and RemoteSession have it). */
 interface SessionLike {
@@ -74,25 +74,16 @@ export interface RolloutOptions {
 }
 
 /**
- * The text work around the model (text-worker.ts): on the worker pool, or on this thread with
- * the same functions.
+ * The text work around the model (text-work.ts): on the worker pool, or on this thread with the
+ * same functions.
  */
 type TextWork = Pick<TextPool, 'prompt' | 'observe' | 'respond'>;
 
 function textOnThisThread(tokenizer: Tokenizer): TextWork {
   return {
-    prompt: async (messages) => {
-      const text = promptText(messages);
-      return { text, tokens: tokenizer.encode(text) };
-    },
-    observe: async (messages, responseOpen) => ({
-      tokens: tokenizer.encode(deltaText(messages, responseOpen)),
-      contextTokens: messages.reduce((a, m) => a + tokenizer.encode(m.content).length + 5, 0),
-    }),
-    respond: async (tokens, format) => {
-      const content = tokenizer.decode(tokens);
-      return { content, action: parseAction(content, format) };
-    },
+    prompt: async (messages) => runTextJob(tokenizer, { op: 'prompt', messages }),
+    observe: async (messages, responseOpen) => runTextJob(tokenizer, { op: 'observe', messages, responseOpen }),
+    respond: async (tokens, format) => runTextJob(tokenizer, { op: 'respond', tokens, format }),
   };
 }
 

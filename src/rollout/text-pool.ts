@@ -1,6 +1,6 @@
 /**
  * TextPool: the rollout coordinator's text work (ChatML rendering, tokenizing, decoding, action
- * parsing; text-worker.ts) on a piscina pool of worker threads, one pool per tokenizer, kept for
+ * parsing; text-work.ts) on a piscina pool of worker threads, one pool per tokenizer, kept for
  * the tokenizer's life. Its results are the ones the same functions give on the main thread.
  */
 import { availableParallelism } from 'node:os';
@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import type { ActionFormat, AgentMessage } from '../agent/scaffold.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
-import type { TextJob, TextResults } from './text-worker.js';
+import type { TextJob, TextResults } from './text-work.js';
 
 const pools = new WeakMap<Tokenizer, TextPool>();
 
