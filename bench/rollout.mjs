@@ -17,11 +17,13 @@ import {
   Engine,
   generateMiniSweTasks,
   Model,
+  promptStyleOf,
   resolveConfig,
   runRollouts,
   SYSTEM_PROMPT,
   Tokenizer,
 } from '../dist/index.js';
+import { embeddedModelConfig } from '../dist/pipeline/run.js';
 import { progress } from './lib.mjs';
 
 /** @param {import('./sample.mjs').SuiteContext & { checkpoint?: string }} ctx */
@@ -34,9 +36,9 @@ export async function rolloutSuite(ctx) {
     count: ctx.quick ? 4 : 16,
     seed: 2,
     split: 'test',
-    kinds: ['misspelled-name'],
-    renameLocals: true,
-    issue: 'error',
+    kinds: c.miniSwe.kinds ?? undefined,
+    renameLocals: c.miniSwe.renameLocals,
+    issue: c.miniSwe.issue,
   });
   let model;
   let tokenizer;
@@ -45,22 +47,8 @@ export async function rolloutSuite(ctx) {
     meta.policy = `checkpoint ${ctx.checkpoint}`;
   } else {
     const corpus = [SYSTEM_PROMPT, ...tasks.flatMap((t) => Object.values(t.files ?? {}))];
-    tokenizer = Tokenizer.train(corpus, { vocabSize: c.tokenizer.vocabSize, split: 'identifiers' });
-    const e = c.embeddedModel;
-    model = Model.random(
-      {
-        architectures: ['Qwen2ForCausalLM'],
-        vocab_size: tokenizer.vocabSize,
-        hidden_size: e.hiddenSize,
-        intermediate_size: e.intermediateSize,
-        num_hidden_layers: e.layers,
-        num_attention_heads: e.heads,
-        num_key_value_heads: e.kvHeads,
-        head_dim: e.hiddenSize / e.heads,
-        tie_word_embeddings: true,
-      },
-      5,
-    );
+    tokenizer = Tokenizer.train(corpus, { vocabSize: c.tokenizer.vocabSize, split: c.tokenizer.split });
+    model = Model.random(embeddedModelConfig(c, tokenizer.vocabSize), 5);
     meta.policy = "a random model of the default's shape";
   }
   const G = ctx.quick ? 2 : 8;
@@ -79,7 +67,7 @@ export async function rolloutSuite(ctx) {
       maxContextTokens: c.episode.maxContextTokens,
       concurrency: c.episode.concurrency,
       maxObservationChars: c.episode.maxObservationChars,
-      prompt: 'compact',
+      prompt: promptStyleOf(c),
       textWorkers,
     });
     const seconds = (performance.now() - t0) / 1000;

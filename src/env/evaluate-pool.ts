@@ -4,9 +4,8 @@
  * order; a job that throws gives { resolved: false } with the error in the log.
  */
 import { availableParallelism } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
+import { compiledScript } from '../compiled-script.js';
 import type { Evaluation } from './evaluate.js';
 import { defaultSandboxDir } from './sandbox.js';
 import type { SweTask } from './tasks.js';
@@ -24,17 +23,11 @@ let pool: Piscina | null = null;
 function getPool(threads: number): Piscina {
   if (pool && pool.options.maxThreads >= threads) return pool;
   void pool?.destroy();
-  // From dist/ the worker sits beside this file; from src/ (tests run the TypeScript) it is the
-  // compiled one, since worker threads load plain JavaScript.
-  const here = fileURLToPath(import.meta.url);
-  const worker = here.endsWith('.ts')
-    ? join(dirname(here), '..', '..', 'dist', 'env', 'evaluate-worker.js')
-    : join(dirname(here), 'evaluate-worker.js');
   // The workers' sandboxes are made in the default directory and named for this process: its
   // exit hook removes the ones a stopped run leaves.
   removeOwnWorkspacesAtExit(defaultSandboxDir());
   pool = new Piscina({
-    filename: worker,
+    filename: compiledScript(import.meta.url, 'evaluate-worker.js'),
     minThreads: 1,
     maxThreads: threads,
     idleTimeout: 5_000,

@@ -10,8 +10,7 @@
  */
 import { type ChildProcess, fork, spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { compiledScript } from '../compiled-script.js';
 import { processEnded } from './process-state.js';
 
 /** A request to the relay. */
@@ -59,13 +58,7 @@ const pending = new Map<number, RelayedChild>();
 
 function relayProcess(): ChildProcess {
   if (relay) return relay;
-  const here = fileURLToPath(import.meta.url);
-  // From dist/ the script sits beside this file; from src/ (tests run the TypeScript) it is the
-  // compiled one.
-  const script = here.endsWith('.ts')
-    ? join(dirname(here), '..', '..', 'dist', 'env', 'spawn-relay-process.js')
-    : join(dirname(here), 'spawn-relay-process.js');
-  const r = fork(script, [], {
+  const r = fork(compiledScript(import.meta.url, 'spawn-relay-process.js'), [], {
     serialization: 'advanced',
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     execArgv: [],

@@ -60,7 +60,7 @@ export function removeOwnWorkspacesAtExit(alsoIn?: string): void {
 }
 
 /** Removes this process's workspaces in `dir` now, synchronously (the exit hook). */
-export function removeOwnWorkspacesSync(dir: string): number {
+function removeOwnWorkspacesSync(dir: string): number {
   let names: string[];
   try {
     names = readdirSync(dir);
@@ -86,7 +86,7 @@ export function removeOwnWorkspacesSync(dir: string): number {
  * namespace) and returns how many it removed. Other processes' live workspaces, this process's
  * own, and names without a pid are left alone.
  */
-export async function removeOrphanedWorkspaces(dir: string): Promise<number> {
+async function removeOrphanedWorkspaces(dir: string): Promise<number> {
   let names: string[];
   try {
     names = await readdir(dir);

@@ -22,7 +22,7 @@ import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { checkInteger } from '../validate.js';
 import type { RolloutRecord, RolloutTurn } from './record.js';
 import { TextPool } from './text-pool.js';
-import { runTextJob } from './text-work.js';
+import { runTextJob, type TextJob } from './text-work.js';
 
 /** What the coordinator needs of a session (Session and RemoteSession have it). */
 interface SessionLike {
@@ -73,19 +73,8 @@ export interface RolloutOptions {
   onRecord?: (r: RolloutRecord) => void;
 }
 
-/**
- * The text work around the model (text-work.ts): on the worker pool, or on this thread with the
- * same functions.
- */
-type TextWork = Pick<TextPool, 'prompt' | 'observe' | 'respond'>;
-
-function textOnThisThread(tokenizer: Tokenizer): TextWork {
-  return {
-    prompt: async (messages) => runTextJob(tokenizer, { op: 'prompt', messages }),
-    observe: async (messages, responseOpen) => runTextJob(tokenizer, { op: 'observe', messages, responseOpen }),
-    respond: async (tokens, format) => runTextJob(tokenizer, { op: 'respond', tokens, format }),
-  };
-}
+/** Runs a text job (text-work.ts): on the worker pool, or on this thread with the same code. */
+type TextWork = TextPool['run'];
 
 /** One task's group: the session holding the prompt, prefilled once, that samples fork. */
 class PromptGroup {
@@ -142,7 +131,10 @@ export async function runRollouts(o: RolloutOptions): Promise<RolloutRecord[]> {
   if (imEnd === undefined) throw invalidArgument('tokenizer', 'a ChatML tokenizer (with <|im_end|>)', 'none');
   const open = () => (o.engine as { openSession(): SessionLike }).openSession();
   const groups = o.tasks.map(() => new PromptGroup(open, G));
-  const text = (o.textWorkers ?? true) ? TextPool.for(o.tokenizer) : textOnThisThread(o.tokenizer);
+  const pool = (o.textWorkers ?? true) ? TextPool.for(o.tokenizer) : null;
+  const text: TextWork = pool
+    ? (job) => pool.run(job)
+    : async <K extends TextJob['op']>(job: TextJob & { op: K }) => runTextJob<K>(o.tokenizer, job);
   const jobs = o.tasks.flatMap((task, i) => Array.from({ length: G }, (_, j) => ({ task, i, j })));
   const out: RolloutRecord[] = new Array(jobs.length);
   let next = 0;
@@ -196,7 +188,7 @@ async function episode(
   let observed: { from: number; to: number; tokens: Int32Array; contextTokens: number } | null = null;
   const observe = async (messages: AgentMessage[]) => {
     if (observed === null || observed.from !== sent || observed.to !== messages.length) {
-      const r = await text.observe(messages.slice(sent), openTurn);
+      const r = await text({ op: 'observe', messages: messages.slice(sent), responseOpen: openTurn });
       observed = { from: sent, to: messages.length, ...r };
     }
     return observed;
@@ -205,7 +197,7 @@ async function episode(
     const g0 = performance.now();
     let append: Int32Array;
     if (session === null) {
-      const f = await group.fork(await text.prompt(messages));
+      const f = await group.fork(await text({ op: 'prompt', messages }));
       session = f.session;
       push(f.prompt, false);
       append = Int32Array.of(f.last);
@@ -227,7 +219,8 @@ async function episode(
     const ended = g.tokens.length > 0 && g.tokens[g.tokens.length - 1] === p.imEnd;
     openTurn = !ended;
     generateMs += performance.now() - g0;
-    return text.respond(ended ? g.tokens.slice(0, g.tokens.length - 1) : g.tokens, o.format ?? 'command');
+    const response = ended ? g.tokens.slice(0, g.tokens.length - 1) : g.tokens;
+    return text({ op: 'respond', tokens: response, format: o.format ?? 'command' });
   };
   try {
     const traj = await runEpisode({

@@ -4,10 +4,8 @@
  * the tokenizer's life. Its results are the ones the same functions give on the main thread.
  */
 import { availableParallelism } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
-import type { ActionFormat, AgentMessage } from '../agent/scaffold.js';
+import { compiledScript } from '../compiled-script.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import type { TextJob, TextResults } from './text-work.js';
 
@@ -18,14 +16,8 @@ export class TextPool {
   readonly #pool: Piscina;
 
   private constructor(tokenizer: Tokenizer) {
-    // From dist/ the worker sits beside this file; from src/ (tests run the TypeScript) it is the
-    // compiled one, since worker threads load plain JavaScript.
-    const here = fileURLToPath(import.meta.url);
-    const filename = here.endsWith('.ts')
-      ? join(dirname(here), '..', '..', 'dist', 'rollout', 'text-worker.js')
-      : join(dirname(here), 'text-worker.js');
     this.#pool = new Piscina({
-      filename,
+      filename: compiledScript(import.meta.url, 'text-worker.js'),
       workerData: tokenizer.toJson(),
       // The text work of 32 episodes is a small fraction of a core: one thread on 2 cores, where
       // the engine's kernels and the sandboxes' commands need the rest. An idle pool keeps no
@@ -46,22 +38,8 @@ export class TextPool {
     return p;
   }
 
-  /** The first prompt in ChatML (with the assistant header) and its tokens. */
-  prompt(messages: AgentMessage[]): Promise<TextResults['prompt']> {
-    return this.#run({ op: 'prompt', messages });
-  }
-
-  /** The ChatML delta after a response (deltaText) tokenized, and the context limit's estimate. */
-  observe(messages: AgentMessage[], responseOpen: boolean): Promise<TextResults['observe']> {
-    return this.#run({ op: 'observe', messages, responseOpen });
-  }
-
-  /** A response's text and its parsed action. */
-  respond(tokens: Int32Array, format: ActionFormat): Promise<TextResults['respond']> {
-    return this.#run({ op: 'respond', tokens, format });
-  }
-
-  #run<K extends TextJob['op']>(job: TextJob & { op: K }): Promise<TextResults[K]> {
+  /** Runs one text job (text-work.ts) on a worker thread. */
+  run<K extends TextJob['op']>(job: TextJob & { op: K }): Promise<TextResults[K]> {
     return this.#pool.run(job) as Promise<TextResults[K]>;
   }
 }

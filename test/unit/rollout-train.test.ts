@@ -193,9 +193,15 @@ describe.skipIf(!canSandbox)('rollouts and the trainer', () => {
     ] as const) {
       const ids = tokenizer.encode(content);
       const text = tokenizer.decode(ids);
-      expect(await pool.respond(ids, format)).toEqual({ content: text, action: parseAction(text, format) });
+      expect(await pool.run({ op: 'respond', tokens: ids, format })).toEqual({
+        content: text,
+        action: parseAction(text, format),
+      });
     }
-    expect((await pool.respond(tokenizer.encode('```command\nls -la src\n```'), 'command')).action).toEqual({
+    expect(
+      (await pool.run({ op: 'respond', tokens: tokenizer.encode('```command\nls -la src\n```'), format: 'command' }))
+        .action,
+    ).toEqual({
       kind: 'command',
       command: 'ls -la src',
     });
@@ -203,10 +209,10 @@ describe.skipIf(!canSandbox)('rollouts and the trainer', () => {
       { role: 'system' as const, content: SYSTEM_PROMPT },
       { role: 'user' as const, content: 'fix the bug' },
     ];
-    const prompt = await pool.prompt(messages);
+    const prompt = await pool.run({ op: 'prompt', messages });
     expect(prompt.text).toBe(promptText(messages));
     expect(Array.from(prompt.tokens)).toEqual(Array.from(tokenizer.encode(promptText(messages))));
-    const observed = await pool.observe(messages.slice(1), true);
+    const observed = await pool.run({ op: 'observe', messages: messages.slice(1), responseOpen: true });
     expect(Array.from(observed.tokens)).toEqual(Array.from(tokenizer.encode(deltaText(messages.slice(1), true))));
     expect(observed.contextTokens).toBe(tokenizer.encode('fix the bug').length + 5);
   }, 120_000);
