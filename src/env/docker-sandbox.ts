@@ -10,17 +10,25 @@
  * from Docker's stream and capped with a truncation marker. File access resolves paths inside the
  * container and rejects any that leave the workdir (PATH_ESCAPE). diff() is git's, against the
  * commit the container started at.
+ *
+ * Host folders can be bind-mounted (`mounts`, read-only for a static runtime or the tools).
+ * Containers are labelled with their owner (this host, PID namespace and pid): a run killed
+ * outright (SIGKILL, the OOM killer) cannot remove its containers, so each create() removes the
+ * containers whose owner, in this PID namespace, has ended.
  */
+import { readlinkSync } from 'node:fs';
+import { hostname } from 'node:os';
 import type { Duplex } from 'node:stream';
 import { Writable } from 'node:stream';
 import Docker from 'dockerode';
 import { invalidArgument, SwerlError } from '../errors.js';
+import { processEnded } from './process-state.js';
 import type { ExecResult } from './sandbox.js';
 import type { Sandbox } from './sandbox-api.js';
 
 /** Options of {@link DockerSandbox.create}. */
 export interface DockerSandboxOptions {
-  /** The image (it must have bash, coreutils and git; the scaffold's tools also need node). */
+  /** The image (it must have bash, coreutils and git; docs/docker.md). */
   image: string;
   /** Files to create in the workdir (relative path → content). */
   files?: Record<string, string>;
@@ -31,8 +39,96 @@ export interface DockerSandboxOptions {
   maxOutputBytes?: number;
   memoryMiB?: number;
   maxProcesses?: number;
+  /**
+   * Host folders to bind-mount (absolute paths on the engine's host and in the container), e.g. a
+   * static runtime or the scaffold's tools, read-only. A source the engine cannot find is refused
+   * (INVALID_ARGUMENT) when the container is created.
+   */
+  mounts?: DockerMount[];
   /** dockerode connection options (default: DOCKER_HOST or the local socket). */
   docker?: Docker.DockerOptions;
+}
+
+/** One bind mount of {@link DockerSandboxOptions.mounts}. */
+export interface DockerMount {
+  /** The folder or file on the engine's host (absolute). */
+  source: string;
+  /** Where it appears in the container (absolute). */
+  target: string;
+  /** Mounted read-only (default false). */
+  readOnly?: boolean;
+}
+
+// The labels every sandbox container carries: what it is, and who owns it. The owner's scope is
+// this host and PID namespace (a pid means nothing outside them); the sweep only judges the
+// containers of its own scope.
+const SANDBOX_LABEL = 'swerl.sandbox';
+const OWNER_SCOPE_LABEL = 'swerl.owner.scope';
+const OWNER_PID_LABEL = 'swerl.owner.pid';
+
+function ownerScope(): string {
+  let ns = '';
+  try {
+    ns = /\d+/.exec(readlinkSync('/proc/self/ns/pid'))?.[0] ?? '';
+  } catch {
+    // no /proc: the host name alone
+  }
+  return `${hostname()}/${ns}`;
+}
+
+/**
+ * Removes the sandbox containers whose owner (in this host and PID namespace) has ended; returns
+ * how many it removed. Live owners' containers, this process's, and other scopes' are left alone.
+ */
+async function removeDeadOwnersContainers(docker: Docker): Promise<number> {
+  let list: Docker.ContainerInfo[];
+  try {
+    list = await docker.listContainers({
+      all: true,
+      filters: { label: [`${SANDBOX_LABEL}=1`, `${OWNER_SCOPE_LABEL}=${ownerScope()}`] },
+    });
+  } catch {
+    return 0; // the create that follows reports an unreachable engine
+  }
+  const dead = list.filter((c) => {
+    const pid = Number(c.Labels?.[OWNER_PID_LABEL]);
+    return Number.isInteger(pid) && pid > 0 && pid !== process.pid && processEnded(pid);
+  });
+  const done = await Promise.all(
+    dead.map((c) =>
+      docker
+        .getContainer(c.Id)
+        .remove({ force: true })
+        .then(
+          () => 1,
+          () => 0, // removed by a concurrent create, or being removed
+        ),
+    ),
+  );
+  return done.reduce<number>((a, b) => a + b, 0);
+}
+
+function checkMounts(mounts: unknown): DockerMount[] {
+  if (mounts === undefined) return [];
+  if (!Array.isArray(mounts)) throw invalidArgument('mounts', 'an array of { source, target, readOnly? }', mounts);
+  const targets = new Set<string>();
+  return mounts.map((m, i) => {
+    if (typeof m !== 'object' || m === null) throw invalidArgument(`mounts[${i}]`, 'a { source, target } object', m);
+    const { source, target, readOnly } = m as Record<string, unknown>;
+    for (const [name, p] of [
+      ['source', source],
+      ['target', target],
+    ] as const)
+      if (typeof p !== 'string' || !p.startsWith('/') || p.includes('\0'))
+        throw invalidArgument(`mounts[${i}].${name}`, 'an absolute path', p);
+    if (target === '/') throw invalidArgument(`mounts[${i}].target`, 'a path other than /', target);
+    if (readOnly !== undefined && typeof readOnly !== 'boolean')
+      throw invalidArgument(`mounts[${i}].readOnly`, 'a boolean', readOnly);
+    const t = (target as string).replace(/\/+$/, '');
+    if (targets.has(t)) throw invalidArgument(`mounts[${i}].target`, 'a target no other mount has', target);
+    targets.add(t);
+    return { source: source as string, target: target as string, readOnly: readOnly === true };
+  });
 }
 
 type Limits = Required<
@@ -96,6 +192,7 @@ export class DockerSandbox implements Sandbox {
       memoryMiB: num('memoryMiB', o.memoryMiB, 4096, 16),
       maxProcesses: num('maxProcesses', o.maxProcesses, 512, 2),
     };
+    const mounts = checkMounts(o.mounts);
     const docker = new Docker(o.docker ?? {});
     try {
       await docker.ping();
@@ -105,13 +202,18 @@ export class DockerSandbox implements Sandbox {
         'SANDBOX_UNAVAILABLE',
       );
     }
+    await removeDeadOwnersContainers(docker);
     let container: Docker.Container;
     try {
       container = await docker.createContainer({
         Image: o.image,
         Cmd: ['bash', '-c', 'trap "exit 0" TERM; while :; do sleep 3600 & wait $!; done'],
         WorkingDir: '/',
-        Labels: { 'swerl.sandbox': '1' },
+        Labels: {
+          [SANDBOX_LABEL]: '1',
+          [OWNER_SCOPE_LABEL]: ownerScope(),
+          [OWNER_PID_LABEL]: String(process.pid),
+        },
         NetworkDisabled: !limits.network,
         HostConfig: {
           NetworkMode: limits.network ? 'bridge' : 'none',
@@ -121,10 +223,13 @@ export class DockerSandbox implements Sandbox {
           Ulimits: [{ Name: 'fsize', Soft: 4 * 2 ** 30, Hard: 4 * 2 ** 30 }],
           SecurityOpt: ['no-new-privileges'],
           CapDrop: ['NET_RAW', 'NET_ADMIN', 'SYS_ADMIN', 'SYS_PTRACE', 'MKNOD'],
+          Mounts: mounts.map((m) => ({ Type: 'bind', Source: m.source, Target: m.target, ReadOnly: m.readOnly })),
         },
       });
     } catch (e) {
       const msg = (e as Error).message;
+      if (/bind source path does not exist|invalid mount config/i.test(msg))
+        throw new SwerlError(`cannot mount into a container from ${o.image}: ${msg}`, 'INVALID_ARGUMENT');
       throw new SwerlError(
         `cannot create a container from ${o.image}: ${msg}${/no such image/i.test(msg) ? ` (docker pull ${o.image})` : ''}`,
         'SANDBOX_UNAVAILABLE',
@@ -132,7 +237,9 @@ export class DockerSandbox implements Sandbox {
     }
     const sb = new DockerSandbox(docker, container, workdir, limits, 'HEAD');
     try {
-      await container.start();
+      await container.start().catch((e: Error) => {
+        throw new SwerlError(`cannot start a container from ${o.image}: ${e.message}`, 'SANDBOX_UNAVAILABLE');
+      });
       const prep = await sb.#run(
         ['bash', '-c', 'mkdir -p -- "$1" && cd -- "$1" && { [ -d .git ] || git init -q; }', 'swerl', workdir],
         { cap: 64 * 1024, timeoutMs: limits.timeoutMs, id: null },

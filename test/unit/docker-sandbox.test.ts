@@ -1,10 +1,18 @@
 /**
  * DockerSandbox against a real Docker engine: exec, limits, timeouts that kill the whole process
  * group, output caps, file access that cannot leave the workdir, diff, and evaluatePatch on a
- * mini-SWE task in a container. Skipped, with the reason printed, when no engine is reachable
- * (CI machines have none; the image is built from this machine's own binaries).
+ * mini-SWE task in a container, bind mounts, and the removal of a killed run's containers.
+ * Skipped, with the reason printed, when no engine is reachable (CI starts one:
+ * scripts/start-dockerd.sh); SWERL_REQUIRE_DOCKER=1 makes a missing engine a failure. The image
+ * is built from this machine's own binaries.
  */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
 import {
   DockerSandbox,
@@ -16,7 +24,10 @@ import {
 } from '../../src/index.js';
 import { ensureTestImage } from '../helpers/docker-image.js';
 
+const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const hasDocker = await dockerAvailable();
+if (!hasDocker && process.env.SWERL_REQUIRE_DOCKER === '1')
+  throw new Error('SWERL_REQUIRE_DOCKER=1 but no Docker engine is reachable (scripts/start-dockerd.sh, DOCKER_HOST)');
 if (!hasDocker)
   console.warn('DockerSandbox tests skipped: no Docker engine is reachable (start dockerd or set DOCKER_HOST)');
 const image = hasDocker ? ensureTestImage() : '';
@@ -168,4 +179,101 @@ describe.skipIf(!hasDocker)('DockerSandbox', () => {
     const r = await evaluatePatch(task, tr.patch);
     expect(r.resolved).toBe(true);
   }, 90_000);
+
+  it('bind-mounts host folders, read-only when asked; bad mounts get INVALID_ARGUMENT', async () => {
+    const ro = mkdtempSync(join(tmpdir(), 'swerl-mount-ro-'));
+    const rw = mkdtempSync(join(tmpdir(), 'swerl-mount-rw-'));
+    writeFileSync(join(ro, 'tool.sh'), 'echo from the tool\n');
+    try {
+      const sb = await DockerSandbox.create({
+        image,
+        workdir: '/project',
+        mounts: [
+          { source: ro, target: '/opt/tools', readOnly: true },
+          { source: rw, target: '/mnt/out' },
+        ],
+      });
+      try {
+        expect((await sb.exec('bash /opt/tools/tool.sh')).output).toBe('from the tool\n');
+        const w = await sb.exec('echo x > /opt/tools/new.txt');
+        expect(w.exitCode).not.toBe(0);
+        expect(w.output).toMatch(/read-only/i);
+        expect((await sb.exec('echo written > /mnt/out/r.txt')).exitCode).toBe(0);
+        expect(readFileSync(join(rw, 'r.txt'), 'utf8')).toBe('written\n');
+        expect(await sb.diff()).toBe(''); // mounts outside the workdir are not the agent's patch
+      } finally {
+        await sb.close();
+      }
+      const bad = (mounts: unknown) =>
+        expect(DockerSandbox.create({ image, mounts } as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+      await bad('/opt');
+      await bad([null]);
+      await bad([{ source: 'rel', target: '/opt/x' }]);
+      await bad([{ source: ro, target: 'opt/x' }]);
+      await bad([{ source: ro, target: '/' }]);
+      await bad([{ source: ro, target: '/opt/x', readOnly: 'yes' }]);
+      await bad([
+        { source: ro, target: '/opt/x' },
+        { source: rw, target: '/opt/x/' },
+      ]);
+      await bad([{ source: join(ro, 'absent'), target: '/opt/x' }]); // the engine finds no such folder
+    } finally {
+      rmSync(ro, { recursive: true, force: true });
+      rmSync(rw, { recursive: true, force: true });
+    }
+  });
+
+  it("a killed run's containers are removed by the next create; live owners' and other scopes' are kept", async () => {
+    const docker = new Docker();
+    const sandboxes = { label: ['swerl.sandbox=1'] };
+    // A run killed outright: its process creates a sandbox (through the built package, as a user
+    // would) and dies by SIGKILL, so it never closes it.
+    const script = `
+      const { DockerSandbox } = await import(${JSON.stringify(pathToFileURL(join(root, 'dist', 'index.js')).href)});
+      const sb = await DockerSandbox.create({ image: ${JSON.stringify(image)}, workdir: '/project' });
+      console.log(sb.containerId);
+      setInterval(() => {}, 1000);`;
+    const run = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    run.stderr.on('data', (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const orphan = await new Promise<string>((done, fail) => {
+      run.stdout.once('data', (d: Buffer) => done(d.toString().trim()));
+      run.once('exit', (code) => fail(new Error(`the run exited (${code}) before creating its sandbox: ${stderr}`)));
+    });
+    const ended = new Promise((done) => run.once('exit', done));
+    run.kill('SIGKILL');
+    await ended;
+    expect((await docker.getContainer(orphan).inspect()).State.Running).toBe(true);
+    // Containers with the same labels whose owners are alive, or live in another PID namespace.
+    const holder = spawn('sleep', ['60'], { stdio: 'ignore' });
+    const dead = spawnSync('true').pid as number;
+    const scope = (await docker.getContainer(orphan).inspect()).Config.Labels['swerl.owner.scope'] ?? '';
+    expect(scope).not.toBe('');
+    const fake = async (labels: Record<string, string>) =>
+      (await docker.createContainer({ Image: image, Cmd: ['true'], Labels: { 'swerl.sandbox': '1', ...labels } })).id;
+    const kept = [
+      await fake({ 'swerl.owner.scope': scope, 'swerl.owner.pid': String(holder.pid) }),
+      await fake({ 'swerl.owner.scope': 'another-host/4026531836', 'swerl.owner.pid': String(dead) }),
+      await fake({}), // an earlier version's container: its owner is unknown
+    ];
+    try {
+      const sb = await DockerSandbox.create({ image, workdir: '/project' });
+      try {
+        const left = (await docker.listContainers({ all: true, filters: sandboxes })).map((c) => c.Id);
+        expect(left).not.toContain(orphan);
+        for (const id of [...kept, sb.containerId]) expect(left).toContain(id);
+      } finally {
+        await sb.close();
+      }
+    } finally {
+      holder.kill('SIGKILL');
+      for (const id of [orphan, ...kept])
+        await docker
+          .getContainer(id)
+          .remove({ force: true })
+          .catch(() => {});
+    }
+  }, 60_000);
 });
