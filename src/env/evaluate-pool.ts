@@ -1,12 +1,15 @@
 /**
  * evaluatePatches: many evaluations at once on a piscina pool of worker threads, so reward
  * computation runs beside rollouts without blocking the main thread. Results come back in job
- * order; a job that throws gives { resolved: false } with the error in the log.
+ * order. A grader failure (outcome 'error': a Docker error, a dead worker) is retried a bounded
+ * number of times and, if it persists, comes back as outcome 'error' with its code: never as
+ * `resolved: false`, so that the rollout side can leave it out of training.
  */
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
 import { compiledScript } from '../compiled-script.js';
-import type { Evaluation } from './evaluate.js';
+import { invalidArgument, SwerlError } from '../errors.js';
+import type { EvaluateOptions, Evaluation } from './evaluate.js';
 import { defaultSandboxDir } from './sandbox.js';
 import type { SweTask } from './tasks.js';
 import { removeOwnWorkspacesAtExit } from './workspace-dirs.js';
@@ -16,6 +19,8 @@ export interface EvaluationJob {
   task: SweTask;
   patch: string;
   timeoutMs?: number;
+  /** The sandbox kind and Docker settings (the rollout's, so the grader sees the agent's image). */
+  options?: EvaluateOptions;
 }
 
 let pool: Piscina | null = null;
@@ -35,20 +40,45 @@ function getPool(threads: number): Piscina {
   return pool;
 }
 
-/** Evaluates jobs on worker threads (default: one per core); results in job order. */
-export async function evaluatePatches(jobs: EvaluationJob[], o: { concurrency?: number } = {}): Promise<Evaluation[]> {
+/** Options of {@link evaluatePatches}. */
+export interface EvaluatePatchesOptions {
+  /** Worker threads (default: one per core). */
+  concurrency?: number;
+  /** Further attempts of a job whose outcome is 'error' (default 2). */
+  retries?: number;
+}
+
+/** Evaluates jobs on worker threads; results in job order, grader failures retried. */
+export async function evaluatePatches(jobs: EvaluationJob[], o: EvaluatePatchesOptions = {}): Promise<Evaluation[]> {
   const threads = Math.max(1, o.concurrency ?? availableParallelism());
+  const retries = o.retries ?? 2;
+  if (!Number.isInteger(retries) || retries < 0 || retries > 100)
+    throw invalidArgument('retries', 'an integer in [0, 100]', retries);
   const p = getPool(threads);
+  const attempt = (job: EvaluationJob): Promise<Evaluation> =>
+    (p.run(job) as Promise<Evaluation>).catch((e: unknown) => ({
+      resolved: false,
+      outcome: 'error' as const,
+      error: {
+        code: e instanceof SwerlError ? e.code : 'INTERNAL',
+        message: `the evaluation worker failed: ${e instanceof Error ? e.message : String(e)}`,
+      },
+      timedOut: false,
+      tests: Object.fromEntries(
+        [...job.task.FAIL_TO_PASS, ...job.task.PASS_TO_PASS].map((id) => [id, 'fail' as const]),
+      ),
+      log: `evaluation failed: ${e instanceof Error ? e.message : String(e)}`,
+    }));
   return Promise.all(
-    jobs.map((job) =>
-      (p.run(job) as Promise<Evaluation>).catch((e: unknown) => ({
-        resolved: false,
-        tests: Object.fromEntries(
-          [...job.task.FAIL_TO_PASS, ...job.task.PASS_TO_PASS].map((id) => [id, 'fail' as const]),
-        ),
-        log: `evaluation failed: ${e instanceof Error ? e.message : String(e)}`,
-      })),
-    ),
+    jobs.map(async (job) => {
+      let ev = await attempt(job);
+      for (let k = 0; k < retries && ev.outcome === 'error'; k++) {
+        const again = await attempt(job);
+        again.log = `${ev.log}\n# retry ${k + 1} of ${retries}\n${again.log}`;
+        ev = again;
+      }
+      return ev;
+    }),
   );
 }
 

@@ -1,16 +1,25 @@
 /**
- * The reward: evaluatePatch (DESIGN.md section 6) applies a candidate patch and the task's test
- * patch to a fresh sandbox copy of the repository, runs FAIL_TO_PASS + PASS_TO_PASS, and reports
- * `resolved` (every one of them passes), per-test results and the log.
+ * The reward: evaluatePatch (DESIGN.md section 6) applies a candidate patch to a fresh sandbox copy
+ * of the repository, restores what the agent may not change, applies the task's test patch, runs
+ * FAIL_TO_PASS + PASS_TO_PASS, and reports the outcome: `resolved` (every one of them passes),
+ * `unresolved`, or `error` when the grader itself failed (no sandbox, a dead Docker engine, a test
+ * patch that does not apply, a missing test runner): an error is never a reward, and the rollout
+ * side leaves such episodes out of training.
  *
- * Tasks with inline repositories (`files`: the mini-SWE suite) run node:test, in a LocalSandbox
- * or a container; test ids are `path/to/file.test.js::suite > test`, as a small reporter prints
- * them. SWE-bench-style tasks (no `files`) run in their Docker image at /testbed under pytest
- * `-rA`, whose summary lines give each test id's outcome.
+ * Reward integrity, as SWE-bench's harness does it and further: after the agent's patch every
+ * protected path it touched (the task's test files, test directories, the runner and its
+ * configuration, swerl's own files; protected-paths.ts) is restored from the task itself: from
+ * the inline repository (mini-SWE), or `git checkout <base_commit>` (SWE-bench style), and a new
+ * file there is removed. Then the test patch applies. Inline repositories run node:test over the
+ * named test files only, hardened against the code under test (node-tests.ts); SWE-bench-style
+ * tasks run in their Docker image at /testbed with their repository family's test command and
+ * log parser (swe-bench/test-spec.ts).
  */
 import type Docker from 'dockerode';
 import { invalidArgument, SwerlError } from '../errors.js';
 import { DockerSandbox } from './docker-sandbox.js';
+import { EVAL_DIR, runNodeTests } from './node-tests.js';
+import { protectedPathsIn } from './protected-paths.js';
 import { LocalSandbox } from './sandbox.js';
 import type { Sandbox } from './sandbox-api.js';
 import type { SweTask } from './tasks.js';
@@ -20,7 +29,10 @@ export interface EvaluateOptions {
   /** 'local' (default for inline repositories) or 'docker' (required for image-based tasks). */
   sandbox?: 'local' | 'docker';
   timeoutMs?: number;
-  /** For 'docker': the image (default: the task's `image`, else SWE-bench's name for it, or node:20 for inline repositories) and the engine's connection. */
+  /**
+   * For 'docker': the engine's connection, and the image for tasks that name none (used only when
+   * the task has no `image` and no SWE-bench name applies: {@link taskImage}).
+   */
   docker?: { image?: string; connection?: Docker.DockerOptions };
 }
 
@@ -29,114 +41,212 @@ export function sweBenchImage(instanceId: string): string {
   return `swebench/sweb.eval.x86_64.${instanceId.toLowerCase().replace(/__/g, '_1776_')}:latest`;
 }
 
+/**
+ * The Docker image a task runs in, for rollouts and evaluation alike: the task's own `image`,
+ * else SWE-bench's name for the instance (tasks without an inline repository), else `fallback`
+ * (the config's), else node:20-bookworm for inline repositories.
+ */
+export function taskImage(task: SweTask, fallback?: string): string {
+  if (task.image !== undefined && task.image !== '') return task.image;
+  if (!task.files) return sweBenchImage(task.instance_id);
+  return fallback ?? 'node:20-bookworm';
+}
+
+/** How an evaluation ended: the tests' verdict, or a failure of the grader itself. */
+export type EvaluationOutcome = 'resolved' | 'unresolved' | 'error';
+
 /** What evaluatePatch returns. */
 export interface Evaluation {
+  /** outcome === 'resolved'. */
   resolved: boolean;
+  outcome: EvaluationOutcome;
+  /** With outcome 'error': why the grader failed (a SwerlError code, or TEST_PATCH_FAILED / RUNNER_FAILED). */
+  error?: { code: string; message: string };
+  /** The test run hit the timeout (its output up to the kill is in the log). */
+  timedOut: boolean;
   tests: Record<string, 'pass' | 'fail'>;
   log: string;
 }
 
-/** A node:test reporter printing one JSON line per finished test, with its full name. */
-const REPORTER = `
-import { relative } from 'node:path';
-export default async function* reporter(source) {
-  const stack = [];
-  for await (const event of source) {
-    const d = event.data ?? {};
-    if (event.type === 'test:start') stack[d.nesting] = d.name;
-    if (event.type === 'test:stderr' && d.message) yield '# stderr: ' + String(d.message).slice(0, 2000) + '\\n';
-    if (event.type !== 'test:pass' && event.type !== 'test:fail') continue;
-    if (d.details?.type === 'suite') continue;
-    const names = stack.slice(0, d.nesting).concat([d.name]);
-    const file = d.file ? relative(process.cwd(), d.file) : '';
-    const line = { id: file + '::' + names.join(' > '), ok: event.type === 'test:pass' && !d.skip && !d.todo };
-    if (event.type === 'test:fail') {
-      const err = d.details?.error;
-      line.error = String(err?.cause?.message ?? err?.cause ?? err?.message ?? err ?? '').slice(0, 500);
-    }
-    yield JSON.stringify(line) + '\\n';
-  }
-}
-`;
-
-const EVAL_DIR = '.swerl-eval';
-
-/** Applies `patch` (and the task's test patch) to a fresh copy and runs the task's tests. */
+/**
+ * Applies `patch` to a fresh copy, restores the protected paths, applies the task's test patch
+ * and runs the task's tests. Infrastructure failures return outcome 'error' (never throw); only a
+ * malformed call throws (INVALID_ARGUMENT).
+ */
 export async function evaluatePatch(task: SweTask, patch: string, o: EvaluateOptions = {}): Promise<Evaluation> {
+  if (typeof task !== 'object' || task === null || typeof task.instance_id !== 'string')
+    throw invalidArgument('task', 'a task', task);
   if (typeof patch !== 'string') throw invalidArgument('patch', 'a string', patch);
   const kind = o.sandbox ?? (task.files ? 'local' : 'docker');
   if (kind !== 'local' && kind !== 'docker') throw invalidArgument('sandbox', "'local' or 'docker'", kind);
   const timeoutMs = o.timeoutMs ?? 120_000;
+  const log: string[] = [];
   let sb: Sandbox;
-  if (task.files && kind === 'local') {
-    sb = await LocalSandbox.create({ files: task.files, timeoutMs, maxOutputBytes: 1 << 20, repository: false });
-  } else if (kind === 'docker') {
-    const image = o.docker?.image ?? task.image ?? (task.files ? 'node:20-bookworm' : sweBenchImage(task.instance_id));
-    sb = await DockerSandbox.create({
-      image,
+  try {
+    sb = await openEvaluationSandbox(task, kind, timeoutMs, o);
+  } catch (e) {
+    return gradingError(task, e, log);
+  }
+  try {
+    return await grade(sb, task, patch, log);
+  } catch (e) {
+    return gradingError(task, e, log);
+  } finally {
+    await sb.close().catch(() => {});
+  }
+}
+
+async function openEvaluationSandbox(
+  task: SweTask,
+  kind: 'local' | 'docker',
+  timeoutMs: number,
+  o: EvaluateOptions,
+): Promise<Sandbox> {
+  if (task.files && kind === 'local')
+    return LocalSandbox.create({ files: task.files, timeoutMs, maxOutputBytes: 1 << 20, repository: false });
+  if (kind === 'docker')
+    return DockerSandbox.create({
+      image: taskImage(task, o.docker?.image),
       files: task.files,
       workdir: task.files ? '/project' : '/testbed',
       timeoutMs,
       maxOutputBytes: 1 << 20,
       ...(o.docker?.connection ? { docker: o.docker.connection } : {}),
     });
-  } else {
-    throw new SwerlError(
-      `${task.instance_id}: a task without an inline repository is evaluated in its Docker image: pass { sandbox: 'docker' }`,
-      'SANDBOX_UNAVAILABLE',
-    );
-  }
-  const log: string[] = [];
-  try {
-    for (const [name, p] of [
-      ['patch', patch],
-      ['test_patch', task.test_patch],
-    ] as const) {
-      if (p.trim() === '') continue;
-      await sb.writeFile(`${EVAL_DIR}/${name}.diff`, p.endsWith('\n') ? p : `${p}\n`);
-      const r = await sb.exec(`git apply --whitespace=nowarn ${EVAL_DIR}/${name}.diff`);
-      log.push(`$ git apply ${name}\n${r.output}`);
-      if (r.exitCode !== 0) return { resolved: false, tests: failAll(task), log: log.join('\n') };
-    }
-    const seen = task.files ? await runNodeTests(sb, log) : await runPytest(sb, task, log);
-    const tests: Record<string, 'pass' | 'fail'> = {};
-    for (const id of [...task.FAIL_TO_PASS, ...task.PASS_TO_PASS]) tests[id] = seen.get(id) === true ? 'pass' : 'fail';
-    return { resolved: Object.values(tests).every((v) => v === 'pass'), tests, log: log.join('\n') };
-  } finally {
-    await sb.close();
-  }
+  throw new SwerlError(
+    `${task.instance_id}: a task without an inline repository is evaluated in its Docker image: pass { sandbox: 'docker' }`,
+    'SANDBOX_UNAVAILABLE',
+  );
 }
 
-async function runNodeTests(sb: Sandbox, log: string[]): Promise<Map<string, boolean>> {
-  await sb.writeFile(`${EVAL_DIR}/reporter.mjs`, REPORTER);
-  const run = await sb.exec(
-    `node --test --test-reporter=./${EVAL_DIR}/reporter.mjs --test-reporter-destination=stdout`,
-  );
-  log.push(`$ node --test\n${run.output}${run.timedOut ? '\n[timed out]' : ''}`);
-  const seen = new Map<string, boolean>();
-  for (const line of run.output.split('\n')) {
-    if (!line.startsWith('{')) continue;
-    try {
-      const e = JSON.parse(line) as { id: string; ok: boolean };
-      seen.set(e.id, (seen.get(e.id) ?? true) && e.ok);
-    } catch {
-      // not a reporter line
-    }
+async function grade(sb: Sandbox, task: SweTask, patch: string, log: string[]): Promise<Evaluation> {
+  if (patch.trim() !== '') {
+    const applied = await applyDiff(sb, 'patch', patch, log);
+    if (applied.exitCode !== 0) return verdict(task, new Map(), false, log);
   }
-  return seen;
+  await restoreProtected(sb, task, patch, log);
+  if (task.test_patch.trim() !== '') {
+    const applied = await applyDiff(sb, 'test_patch', task.test_patch, log);
+    if (applied.exitCode !== 0)
+      return gradingError(
+        task,
+        new SwerlError(`${task.instance_id}: the test patch does not apply to the restored tests`, 'INVALID_TASK'),
+        log,
+        'TEST_PATCH_FAILED',
+      );
+  }
+  if (task.files) {
+    const r = await runNodeTests(sb, namedTestFiles(task));
+    log.push(r.log);
+    if (runnerMissing(r.run)) return runnerFailed(task, r.run.output, log);
+    return verdict(task, r.seen, r.run.timedOut, log);
+  }
+  const r = await runSweBenchTests(sb, task);
+  log.push(r.log);
+  if (runnerMissing(r.run)) return runnerFailed(task, r.run.output, log);
+  return verdict(task, r.seen, r.run.timedOut, log);
+}
+
+async function applyDiff(sb: Sandbox, name: string, diff: string, log: string[]) {
+  await sb.writeFile(`${EVAL_DIR}/${name}.diff`, diff.endsWith('\n') ? diff : `${diff}\n`);
+  const r = await sb.exec(`git apply --whitespace=nowarn ${EVAL_DIR}/${name}.diff`);
+  log.push(`$ git apply ${name}\n${r.output}`);
+  return r;
+}
+
+/**
+ * Puts back every protected path the agent's patch touched: from the inline repository, or from
+ * the base commit; a path that was not there before is removed. swerl's own evaluation folder is
+ * always made anew.
+ */
+async function restoreProtected(sb: Sandbox, task: SweTask, patch: string, log: string[]): Promise<void> {
+  const paths = protectedPathsIn(task, patch).filter((p) => !p.startsWith(EVAL_DIR));
+  // Whatever the patch put at swerl's evaluation folder (a file, a symlink, a reporter) goes.
+  const wipe = await sb.exec(`rm -rf -- ${EVAL_DIR}`);
+  if (wipe.exitCode !== 0) throw new SwerlError(`cannot reset ${EVAL_DIR}: ${wipe.output}`, 'IO_ERROR');
+  if (paths.length === 0) return;
+  log.push(`# restored from the task (the agent's patch touched them): ${paths.join(', ')}`);
+  const quoted = paths.map(shellQuote).join(' ');
+  if (task.files) {
+    const files = task.files;
+    const missing = paths.filter((p) => files[p] === undefined);
+    if (missing.length > 0) {
+      const r = await sb.exec(`rm -rf -- ${missing.map(shellQuote).join(' ')}`);
+      if (r.exitCode !== 0) throw new SwerlError(`cannot remove ${missing.join(', ')}: ${r.output}`, 'IO_ERROR');
+    }
+    for (const p of paths) {
+      const content = files[p];
+      if (content === undefined) continue;
+      // A directory or a symlink the patch left where the file was goes first.
+      await sb.exec(`rm -rf -- ${shellQuote(p)}`);
+      await sb.writeFile(p, content);
+    }
+    return;
+  }
+  const base = task.base_commit ?? 'HEAD';
+  const r = await sb.exec(
+    `base=${shellQuote(base)}; for p in ${quoted}; do rm -rf -- "$p"; if git cat-file -e "$base:$p" 2>/dev/null; then git checkout -q "$base" -- "$p" || exit 1; fi; done`,
+  );
+  if (r.exitCode !== 0) throw new SwerlError(`cannot restore the tests from ${base}: ${r.output}`, 'IO_ERROR');
+}
+
+/** The test files of an inline task's ids (node:test runs only these). */
+function namedTestFiles(task: SweTask): string[] {
+  const files = new Set<string>();
+  for (const id of [...task.FAIL_TO_PASS, ...task.PASS_TO_PASS])
+    if (id.includes('::')) files.add(id.slice(0, id.indexOf('::')));
+  return [...files].sort();
+}
+
+/** The runner could not start at all (127: command not found; 126: not executable). */
+function runnerMissing(run: { exitCode: number; output: string }): boolean {
+  return run.exitCode === 127 || run.exitCode === 126 || run.exitCode === -1;
+}
+
+function runnerFailed(task: SweTask, output: string, log: string[]): Evaluation {
+  return gradingError(
+    task,
+    new SwerlError(`${task.instance_id}: the test runner did not start: ${output.trim().slice(-300)}`, 'INTERNAL'),
+    log,
+    'RUNNER_FAILED',
+  );
+}
+
+function verdict(task: SweTask, seen: Map<string, boolean>, timedOut: boolean, log: string[]): Evaluation {
+  const tests: Record<string, 'pass' | 'fail'> = {};
+  for (const id of [...task.FAIL_TO_PASS, ...task.PASS_TO_PASS]) tests[id] = seen.get(id) === true ? 'pass' : 'fail';
+  const resolved = Object.values(tests).every((v) => v === 'pass');
+  return { resolved, outcome: resolved ? 'resolved' : 'unresolved', timedOut, tests, log: log.join('\n') };
+}
+
+/** A failure of the grader: outcome 'error', never a reward. */
+function gradingError(task: SweTask, e: unknown, log: string[], code?: string): Evaluation {
+  const message = e instanceof Error ? e.message : String(e);
+  const errorCode = code ?? (e instanceof SwerlError ? e.code : 'INTERNAL');
+  log.push(`# evaluation error [${errorCode}]: ${message}`);
+  return {
+    resolved: false,
+    outcome: 'error',
+    error: { code: errorCode, message },
+    timedOut: false,
+    tests: failAll(task),
+    log: log.join('\n'),
+  };
+}
+
+function shellQuote(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
 /** pytest over the test files the ids name; `-rA` prints `PASSED id` / `FAILED id` / `ERROR id`. */
-async function runPytest(sb: Sandbox, task: SweTask, log: string[]): Promise<Map<string, boolean>> {
+async function runSweBenchTests(sb: Sandbox, task: SweTask) {
   const ids = [...task.FAIL_TO_PASS, ...task.PASS_TO_PASS];
   const files = [...new Set(ids.filter((id) => id.includes('::')).map((id) => id.slice(0, id.indexOf('::'))))];
-  if (files.length < ids.length && files.length === 0)
-    log.push('# these test ids are not pytest node ids; only pytest-style tasks are evaluated');
-  const quoted = files.map((f) => `'${f.replace(/'/g, `'\\''`)}'`).join(' ');
+  const quoted = files.map(shellQuote).join(' ');
   const run = await sb.exec(
     `{ [ -f /opt/miniconda3/bin/activate ] && . /opt/miniconda3/bin/activate testbed; } >/dev/null 2>&1; python -m pytest -rA -p no:cacheprovider --no-header -q ${quoted}`,
   );
-  log.push(`$ pytest ${files.join(' ')}\n${run.output}${run.timedOut ? '\n[timed out]' : ''}`);
+  const log = `$ pytest ${files.join(' ')}\n${run.output}${run.timedOut ? '\n[timed out]' : ''}`;
   const seen = new Map<string, boolean>();
   for (const line of run.output.split('\n')) {
     const m = /^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED)\s+(\S+(?:\[[^\]]*\])?)/.exec(line);
@@ -145,7 +255,7 @@ async function runPytest(sb: Sandbox, task: SweTask, log: string[]): Promise<Map
     const id = m[2] ?? '';
     seen.set(id, (seen.get(id) ?? true) && ok);
   }
-  return seen;
+  return { seen, run, log };
 }
 
 function failAll(task: SweTask): Record<string, 'pass' | 'fail'> {
@@ -159,7 +269,7 @@ export async function runAllTests(
 ): Promise<Record<string, 'pass' | 'fail'>> {
   const sb = await LocalSandbox.create({ files, timeoutMs, maxOutputBytes: 1 << 20, repository: false });
   try {
-    const seen = await runNodeTests(sb, []);
+    const { seen } = await runNodeTests(sb, null);
     return Object.fromEntries([...seen].map(([id, ok]) => [id, ok ? ('pass' as const) : ('fail' as const)]));
   } finally {
     await sb.close();

@@ -38,6 +38,8 @@ describe('evaluatePatch', () => {
   it('the gold patch resolves; empty and wrong patches do not; an unappliable patch fails cleanly', async () => {
     const g = await evaluatePatch(task, gold);
     expect(g.resolved).toBe(true);
+    expect(g.outcome).toBe('resolved');
+    expect(g.timedOut).toBe(false);
     expect(g.tests).toEqual({
       'test/math.test.js::add > adds': 'pass',
       'test/extra.test.js::extra': 'pass',
@@ -60,13 +62,18 @@ describe('evaluatePatch', () => {
     const hang = gold.replace('+  return a + b;', '+  for (;;) {}');
     const r = await evaluatePatch(task, hang, { timeoutMs: 3000 });
     expect(r.resolved).toBe(false);
+    expect(r.outcome).toBe('unresolved');
+    expect(r.timedOut).toBe(true);
     expect(r.log).toContain('[timed out]');
   });
 
-  it('tasks without an inline repository need the Docker sandbox', async () => {
-    await expect(evaluatePatch({ ...task, files: undefined }, gold)).rejects.toMatchObject({
-      code: 'SANDBOX_UNAVAILABLE',
+  it('a task without an inline repository and no Docker engine is a grading error, not a failure', async () => {
+    const r = await evaluatePatch({ ...task, files: undefined }, gold, {
+      docker: { connection: { socketPath: '/nonexistent/docker.sock' } },
     });
+    expect(r).toMatchObject({ resolved: false, outcome: 'error', error: { code: 'SANDBOX_UNAVAILABLE' } });
+    const local = await evaluatePatch({ ...task, files: undefined }, gold, { sandbox: 'local' });
+    expect(local).toMatchObject({ outcome: 'error', error: { code: 'SANDBOX_UNAVAILABLE' } });
   });
 });
 
@@ -85,6 +92,26 @@ describe('evaluatePatches (piscina workers)', () => {
     );
     expect(results.map((r) => r.resolved)).toEqual([true, false, false, true]);
     expect(results[0]?.tests).toEqual((await evaluatePatch(task, gold)).tests);
+    await closeEvaluationPool();
+  }, 60_000);
+
+  it('a grader failure is retried a bounded number of times and comes back as an error, never a failure', async () => {
+    const { closeEvaluationPool, evaluatePatches } = await import('../../src/index.js');
+    const noEngine = { sandbox: 'docker' as const, docker: { connection: { socketPath: '/nonexistent/docker.sock' } } };
+    const [bad, good] = await evaluatePatches(
+      [
+        { task, patch: gold, options: noEngine },
+        { task, patch: gold },
+      ],
+      { concurrency: 2, retries: 2 },
+    );
+    expect(bad).toMatchObject({ resolved: false, outcome: 'error', error: { code: 'SANDBOX_UNAVAILABLE' } });
+    expect(bad?.log).toContain('retry 2 of 2');
+    expect(bad?.log).not.toContain('retry 3');
+    expect(good?.outcome).toBe('resolved');
+    await expect(evaluatePatches([{ task, patch: gold }], { retries: -1 })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
     await closeEvaluationPool();
   }, 60_000);
 });
