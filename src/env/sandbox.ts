@@ -1,17 +1,29 @@
 /**
  * LocalSandbox (DESIGN.md section 6): a workspace directory in which an agent's commands run
- * isolated from the host.
+ * isolated from the host. docs/sandbox.md says what a command sees and what is not isolated.
  *
  * Each exec is `prlimit` (memory, processes, file size) → `setpriv` to a per-sandbox
  * unprivileged uid when swerl runs as root (so the process limit is enforced: the kernel exempts
- * root) → the isolation layer → `bash -c command`:
- * - `bwrap` (bubblewrap): the host root read-only, a private /tmp, the workspace the only writable
- *   path, new user/PID/network/IPC/UTS namespaces (no network unless asked), die-with-parent;
- * - `unshare`: new user/PID/network namespaces; the file system is protected by ownership only
- *   (the command runs as an unprivileged uid), so bwrap is preferred;
- * - `none`: only the limits and the process group; only when asked for, with a warning.
+ * root) → the isolation layer → `bash -c command`. Both isolation layers give the command the
+ * same private view of the file system, and nothing else of the host:
+ * - a read-only root with only /usr (and the /bin, /sbin, /lib* links or directories), the few
+ *   /etc entries a shell, git, node and python need, and any interpreter binary that lives
+ *   outside them, read-only; a private, size-capped /tmp and /dev/shm; a minimal /dev; a /proc of
+ *   its own PID namespace; the workspace at /project, the only writable host path;
+ * - `bwrap` (bubblewrap) builds that view itself, with new user/PID/network/IPC/UTS namespaces
+ *   (no network unless asked), die-with-parent, no capabilities;
+ * - `unshare` (util-linux) makes new user/mount/PID/network namespaces, and a shell prelude builds
+ *   the same view (tmpfs root, read-only binds, pivot_root), then drops every capability. Where
+ *   that does not work, `unshare` is unavailable: there is no weaker variant;
+ * - `none`: only the limits and the process group, on the host's file system; only when asked
+ *   for, with a warning (once per process).
  * A timeout kills the whole process group (and with it the sandbox's PID namespace). Output is
  * capped with a truncation marker; a command flooding far past the cap is killed.
+ *
+ * The workspace is mode 0700, owned by the sandbox's uid (as root) or the user, so no other
+ * sandbox's uid can read it. As root, in a tmpfs directory (the default), the workspace and its
+ * git metadata are each a tmpfs of their own, capped at `diskMiB`: a runaway command gets ENOSPC,
+ * and the host's memory is not filled. Every file is capped at `diskMiB` too (RLIMIT_FSIZE).
  *
  * The git metadata that diff() uses lives outside the workspace, so nothing an agent writes can
  * configure the host's git. Workspaces are made in defaultSandboxDir() (a tmpfs where there is
@@ -25,6 +37,8 @@ import {
   accessSync,
   chownSync,
   constants,
+  existsSync,
+  lstatSync,
   mkdirSync,
   readdirSync,
   readFileSync,
@@ -61,7 +75,10 @@ export interface SandboxOptions {
   files?: Record<string, string>;
   /** A directory copied into the workspace first. */
   fromDir?: string;
-  /** 'auto' (default): bwrap, else unshare; never 'none' unless asked for. */
+  /**
+   * 'auto' (default): bwrap, else unshare (both give the same private view of the file system),
+   * else SANDBOX_UNAVAILABLE; never 'none' unless asked for.
+   */
   isolation?: 'auto' | 'bwrap' | 'unshare' | 'none';
   /** Allow network access (default false). */
   network?: boolean;
@@ -73,6 +90,12 @@ export interface SandboxOptions {
   memoryMiB?: number;
   /** Processes (RLIMIT_NPROC; default 512). */
   maxProcesses?: number;
+  /**
+   * Disk, in MiB (default 1024): the size of each file (RLIMIT_FSIZE), of the private /tmp and
+   * /dev/shm, and, as root in a tmpfs dir, of the workspace's own tmpfs and of its git metadata's
+   * (see {@link LocalSandbox.diskCapMiB}).
+   */
+  diskMiB?: number;
   /**
    * Where the workspace and its git metadata are made (default: {@link defaultSandboxDir}: the
    * SWERL_SANDBOX_DIR environment variable, else /dev/shm when it is a tmpfs with 1 GiB free,
@@ -162,18 +185,27 @@ export function defaultSandboxDir(): string {
 
 const probed = new Map<Isolation, boolean>();
 let warnedNone = false;
+// The uid the probes run as, when root: outside the range sandboxes claim, and unprivileged.
+const PROBE_UID = UID_BASE - 1;
 
-/** Whether an isolation mechanism works here (checked once per process). */
+/**
+ * Whether an isolation mechanism works here, with the private view of the file system (checked
+ * once per process, as the uid commands would run as).
+ */
 export function isolationAvailable(kind: 'bwrap' | 'unshare'): boolean {
   const cached = probed.get(kind);
   if (cached !== undefined) return cached;
   let ok = false;
   try {
-    const cmd =
-      kind === 'bwrap'
-        ? ['bwrap', ...bwrapArgs(null, false), '--', '/bin/true']
-        : ['unshare', ...unshareArgs(), '/bin/true'];
-    execFileSync(cmd[0] as string, cmd.slice(1), { stdio: 'ignore', timeout: 10_000 });
+    const cmd = [
+      ...(isRoot ? ['setpriv', `--reuid=${PROBE_UID}`, `--regid=${PROBE_UID}`, '--clear-groups', '--'] : []),
+      ...(kind === 'bwrap'
+        ? ['bwrap', ...bwrapArgs(null, false, 2 ** 20), '--', '/bin/true']
+        : ['unshare', ...unshareArgs(false), '/bin/sh', '-c', unsharePrelude(false, 2 ** 20), '/bin/true']),
+    ];
+    // The unshare prelude binds its cwd at /project: the probe's is /usr (not '/' nor /tmp, on
+    // which the prelude mounts its root), which it cannot write, and which runs only `true`.
+    execFileSync(cmd[0] as string, cmd.slice(1), { stdio: 'ignore', timeout: 10_000, cwd: '/usr' });
     ok = true;
   } catch {
     ok = false;
@@ -182,38 +214,191 @@ export function isolationAvailable(kind: 'bwrap' | 'unshare'): boolean {
   return ok;
 }
 
-/** Where the workspace appears inside a bwrap sandbox: the same path in every episode. */
+/** Where the workspace appears inside the sandbox (bwrap and unshare): the same path in every episode. */
 export const SANDBOX_WORKDIR = '/project';
 
-let rootBinds: string[] | null = null;
-
-// The host's top-level directories, read-only (symlinks recreated), except the ones the sandbox
-// provides itself. Binding them one by one, rather than / as a whole, leaves the sandbox's root a
-// fresh tmpfs in which /project can be created.
-function hostRootArgs(): string[] {
-  if (rootBinds) return rootBinds;
-  const skip = new Set(['proc', 'dev', 'tmp', 'sys', 'run', SANDBOX_WORKDIR.slice(1)]);
-  const args: string[] = [];
-  for (const e of readdirSync('/', { withFileTypes: true })) {
-    if (skip.has(e.name)) continue;
-    const p = `/${e.name}`;
-    if (e.isSymbolicLink()) args.push('--symlink', readlinkSync(p), p);
-    else if (e.isDirectory()) args.push('--ro-bind', p, p);
-  }
-  rootBinds = args;
-  return args;
+/** What of the host a command sees, read-only (computed once per process). */
+interface HostView {
+  /** Top-level symlinks recreated in the sandbox's root (merged /usr: /bin → usr/bin, ...). */
+  links: { path: string; target: string }[];
+  /** Directories and files bound read-only at the same path. */
+  binds: string[];
 }
 
-function bwrapArgs(workspace: string | null, network: boolean): string[] {
-  const args = [...hostRootArgs(), '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp', '--tmpfs', '/run'];
+// The top-level entries that hold the system's programs and libraries.
+const SYSTEM_DIRS = ['usr', 'bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32'];
+// What a shell, git, node and python need of /etc (users and groups, the dynamic loader, time
+// zone, name resolution, TLS roots, Debian's alternatives links, python's site configuration);
+// nothing else: /etc can hold credentials (a git credential helper, ssh keys, tokens).
+const ETC_ENTRIES = [
+  'passwd',
+  'group',
+  'nsswitch.conf',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'localtime',
+  'timezone',
+  'hosts',
+  'host.conf',
+  'gai.conf',
+  'protocols',
+  'services',
+  'os-release',
+  'debian_version',
+  'mime.types',
+  'alternatives',
+  'ca-certificates',
+  'ca-certificates.conf',
+  'ssl/certs',
+  'ssl/openssl.cnf',
+];
+// The programs commands rely on: when PATH's copy resolves outside the system directories (a
+// node installed under /opt, say), exactly that binary is bound, nothing else of its tree.
+const TOOLS = ['node', 'git', 'python3', 'bash', 'sh', 'env'];
+/** The PATH commands run with. */
+const SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin';
+
+let view: HostView | null = null;
+
+function hostView(): HostView {
+  if (view) return view;
+  const links: HostView['links'] = [];
+  const binds: string[] = [];
+  for (const name of SYSTEM_DIRS) {
+    const p = `/${name}`;
+    try {
+      const st = lstatSync(p);
+      if (st.isSymbolicLink()) links.push({ path: p, target: readlinkSync(p) });
+      else if (st.isDirectory()) binds.push(p);
+    } catch {
+      // not on this system
+    }
+  }
+  let python: string[] = [];
+  try {
+    python = readdirSync('/etc').filter((n) => /^python3(\.\d+)?$/.test(n));
+  } catch {
+    // no /etc
+  }
+  for (const name of [...ETC_ENTRIES, ...python]) if (existsSync(`/etc/${name}`)) binds.push(`/etc/${name}`);
+  const covered = (p: string) => binds.some((b) => p === b || p.startsWith(`${b}/`));
+  for (const tool of TOOLS) {
+    for (const d of SANDBOX_PATH.split(':')) {
+      let real: string;
+      try {
+        real = realpathSync(join(d, tool));
+      } catch {
+        continue;
+      }
+      if (!covered(real)) binds.push(real);
+      break;
+    }
+  }
+  view = { links, binds };
+  return view;
+}
+
+function bwrapArgs(workspace: string | null, network: boolean, diskBytes: number): string[] {
+  const v = hostView();
+  const args: string[] = [];
+  for (const l of v.links) args.push('--symlink', l.target, l.path);
+  for (const b of v.binds) args.push('--ro-bind', b, b);
+  if (network) args.push('--ro-bind-try', '/etc/resolv.conf', '/etc/resolv.conf');
+  // Private /dev (null, zero, random, tty, ...), and size-capped private /tmp and /dev/shm.
+  args.push('--dev', '/dev', '--size', String(diskBytes), '--tmpfs', '/dev/shm', '--proc', '/proc');
+  args.push('--size', String(diskBytes), '--tmpfs', '/tmp');
   if (workspace !== null) args.push('--bind', workspace, SANDBOX_WORKDIR, '--chdir', SANDBOX_WORKDIR);
+  // bwrap's root and /dev are tmpfs without a size: read-only, nothing can fill them.
+  args.push('--remount-ro', '/dev', '--remount-ro', '/');
   args.push('--unshare-all', '--die-with-parent', '--new-session');
   if (network) args.push('--share-net');
   return args;
 }
 
-function unshareArgs(network = false): string[] {
-  return ['--user', '--map-root-user', '--pid', '--fork', '--kill-child', ...(network ? [] : ['--net']), '--'];
+function unshareArgs(network: boolean): string[] {
+  return [
+    '--user',
+    '--map-root-user',
+    '--mount',
+    '--pid',
+    '--fork',
+    '--kill-child',
+    ...(network ? [] : ['--net']),
+    '--',
+  ];
+}
+
+/** Quotes a string for sh. */
+function sq(s: string): string {
+  return `'${s.replaceAll("'", "'\\''")}'`;
+}
+
+const preludes = new Map<string, string>();
+const DEVICES = ['null', 'zero', 'full', 'random', 'urandom', 'tty'];
+
+/**
+ * The shell prelude that builds, inside `unshare`'s new mount namespace, the view bwrap gives:
+ * it mounts a small tmpfs over /tmp (in its own namespace: the host's /tmp is untouched) as the
+ * new root, binds the workspace (its cwd, reachable even where the tmpfs hides its path) at /project,
+ * /usr and the others read-only, copies the /etc entries, makes /dev, /proc, /tmp and /dev/shm,
+ * pivots into it and unmounts the host's tree, makes the root read-only, and runs `bash -c "$0"`
+ * with every capability dropped (the namespace's root could otherwise remount, unmount, or
+ * re-bind).
+ */
+function unsharePrelude(network: boolean, diskBytes: number): string {
+  const key = `${network}:${diskBytes}`;
+  const cached = preludes.get(key);
+  if (cached !== undefined) return cached;
+  const v = hostView();
+  const R = '/tmp';
+  const etc = v.binds.filter((b) => b.startsWith('/etc/'));
+  if (network && existsSync('/etc/resolv.conf')) etc.push('/etc/resolv.conf');
+  const others = v.binds.filter((b) => !b.startsWith('/etc/'));
+  const lines = [
+    'exec 2>&1',
+    // One command a line: `set -e` stops at the first that fails (not so inside an && list).
+    'set -e',
+    'PATH=/usr/sbin:/usr/bin:/sbin:/bin', // pivot_root is in sbin
+    `mount -t tmpfs -o size=4m,mode=0755 swerl-root ${R}`,
+    `mkdir -p ${[SANDBOX_WORKDIR, '/proc', '/dev', '/tmp', '/etc/ssl', '/.old'].map((d) => R + d).join(' ')}`,
+    // "." as the kernel resolves it, from the cwd: its path may now be hidden by the tmpfs.
+    `mount --no-canonicalize --rbind . ${R}${SANDBOX_WORKDIR}`,
+  ];
+  for (const l of v.links) lines.push(`ln -s ${sq(l.target)} ${sq(R + l.path)}`);
+  for (const b of others) {
+    // A directory gets a directory to be mounted on, a file (an interpreter binary) a file.
+    if (statSync(b).isDirectory()) lines.push(`mkdir -p ${sq(R + b)}`);
+    else lines.push(`mkdir -p ${sq(R + dirname(b))}`, `touch ${sq(R + b)}`);
+    lines.push(`mount --rbind -o ro ${sq(b)} ${sq(R + b)}`);
+  }
+  // Copies, not binds: one process instead of one per entry; the root is made read-only below.
+  const byParent = new Map<string, string[]>();
+  for (const e of etc) byParent.set(dirname(e), [...(byParent.get(dirname(e)) ?? []), e]);
+  for (const [parent, entries] of byParent) lines.push(`cp -RP ${entries.map(sq).join(' ')} ${sq(R + parent)}/`);
+  lines.push(
+    `mount -t proc proc ${R}/proc`,
+    `mount -t tmpfs -o size=64k,mode=0755 swerl-dev ${R}/dev`,
+    `mkdir ${R}/dev/shm`,
+    `touch ${DEVICES.map((d) => `${R}/dev/${d}`).join(' ')}`,
+    ...DEVICES.map((d) => `mount --bind /dev/${d} ${R}/dev/${d}`),
+    `ln -s /proc/self/fd ${R}/dev/fd`,
+    ...['stdin', 'stdout', 'stderr'].map((n, fd) => `ln -s /proc/self/fd/${fd} ${R}/dev/${n}`),
+    `mount -t tmpfs -o size=${diskBytes},mode=1777 swerl-shm ${R}/dev/shm`,
+    `mount -t tmpfs -o size=${diskBytes},mode=1777 swerl-tmp ${R}/tmp`,
+    `mount -o remount,bind,ro ${R}/dev`,
+    `cd ${R}`,
+    'pivot_root . .old',
+    'umount -l /.old',
+    'rmdir /.old',
+    'mount -o remount,bind,ro /',
+    `cd ${SANDBOX_WORKDIR}`,
+    `export HOME=${SANDBOX_WORKDIR} PATH=${SANDBOX_PATH}`,
+    'exec setpriv --inh-caps=-all --bounding-set=-all --no-new-privs -- /bin/bash -c "$0"',
+  );
+  const script = lines.join('\n');
+  preludes.set(key, script);
+  return script;
 }
 
 /** A workspace whose commands run isolated from the host. */
@@ -221,10 +406,16 @@ export class LocalSandbox {
   readonly isolation: Isolation;
   /** The workspace on the host. */
   readonly root: string;
-  /** The workspace as commands see it: /project under bwrap, else the host path. */
+  /** The workspace as commands see it: /project under bwrap and unshare, else the host path. */
   readonly workdir: string;
   /** The unprivileged uid commands run as (when swerl runs as root), else null. */
   readonly uid: number | null;
+  /**
+   * The size in MiB of the workspace's own tmpfs (and of its git metadata's), or null when it has
+   * none: swerl not root, a dir not on a tmpfs, or mounting refused. Without one only each file
+   * is capped (at diskMiB), not the workspace's total.
+   */
+  readonly diskCapMiB: number | null;
   readonly #meta: string; // outside the workspace: git metadata
   readonly #o: Limits;
   readonly #uid: number | null;
@@ -239,10 +430,12 @@ export class LocalSandbox {
     o: Limits,
     uid: number | null,
     repository: boolean,
+    diskCapMiB: number | null,
   ) {
     this.root = root;
-    this.workdir = isolation === 'bwrap' ? SANDBOX_WORKDIR : root;
+    this.workdir = isolation === 'none' ? root : SANDBOX_WORKDIR;
     this.uid = uid;
+    this.diskCapMiB = diskCapMiB;
     this.#meta = meta;
     this.isolation = isolation;
     this.#o = o;
@@ -262,18 +455,21 @@ export class LocalSandbox {
       else if (isolationAvailable('unshare')) isolation = 'unshare';
       else
         throw new SwerlError(
-          'no sandbox isolation is available: install bubblewrap (apt-get install bubblewrap), or allow unprivileged user namespaces; isolation: "none" runs commands unisolated',
+          'no sandbox isolation is available: install bubblewrap (apt-get install bubblewrap); the unshare fallback needs unprivileged user namespaces that may mount (proc and tmpfs); isolation: "none" runs commands unisolated',
           'SANDBOX_UNAVAILABLE',
         );
     } else {
       isolation = wanted as Isolation;
       if (isolation !== 'none' && !isolationAvailable(isolation))
-        throw new SwerlError(`isolation '${isolation}' does not work on this machine`, 'SANDBOX_UNAVAILABLE');
+        throw new SwerlError(
+          `isolation '${isolation}' does not work on this machine: install bubblewrap (apt-get install bubblewrap)`,
+          'SANDBOX_UNAVAILABLE',
+        );
     }
     if (isolation === 'none' && !warnedNone) {
       warnedNone = true;
       process.emitWarning(
-        'LocalSandbox isolation "none": agent commands run on the host without isolation',
+        'LocalSandbox isolation "none": agent commands run on the host, with no file-system isolation: they can read and write everything this user can (the checkout, other workspaces, $HOME). Install bubblewrap (apt-get install bubblewrap) and use the default isolation.',
         'SwerlWarning',
       );
     }
@@ -288,6 +484,7 @@ export class LocalSandbox {
       maxOutputBytes: num('maxOutputBytes', o.maxOutputBytes, 64 * 1024, 1),
       memoryMiB: num('memoryMiB', o.memoryMiB, 4096, 16),
       maxProcesses: num('maxProcesses', o.maxProcesses, 512, 2),
+      diskMiB: num('diskMiB', o.diskMiB, 1024, 1),
     };
     const dir = o.dir ?? defaultSandboxDir();
     if (typeof dir !== 'string' || dir === '') throw invalidArgument('dir', 'a directory path', dir);
@@ -312,22 +509,26 @@ export class LocalSandbox {
       throw new SwerlError(`cannot make the sandbox's git metadata in ${dir}: ${(e as Error).message}`, 'IO_ERROR');
     }
     let uid: number | null = null;
+    let capped = false;
     try {
+      // As root, commands run as a per-sandbox unprivileged uid, which then owns the workspace.
+      uid = isRoot ? claimUid() : null;
+      if (uid !== null && onTmpfs(dir)) capped = await mountCapped([root, meta], opts.diskMiB, uid);
       if (o.fromDir !== undefined) await cp(o.fromDir, root, { recursive: true });
       for (const [path, content] of Object.entries(o.files ?? {})) {
         const target = insideOrThrow(root, path);
         await mkdir(dirname(target), { recursive: true });
         await writeFile(target, content);
       }
-      // As root, commands run as a per-sandbox unprivileged uid, which then owns the workspace.
-      uid = isRoot ? claimUid() : null;
       if (uid !== null) {
         const owned = uid;
         const paths = (await readdir(root, { recursive: true })).map((p) => join(root, p));
         await Promise.all([root, ...paths].map((p) => lchown(p, owned, owned)));
       }
-      await chmod(root, 0o755);
-      const sb = new LocalSandbox(root, meta, isolation, opts, uid, repository);
+      // Only its own uid (or, not as root, the user) may enter the workspace: no other sandbox's.
+      await chmod(root, 0o700);
+      await chmod(meta, 0o700);
+      const sb = new LocalSandbox(root, meta, isolation, opts, uid, repository, capped ? opts.diskMiB : null);
       if (!repository) return sb;
       // The agent's own repository (git checkout, stash, diff work inside the sandbox), made by
       // sandboxed git. The host never reads it: diff() uses the metadata outside the workspace.
@@ -356,6 +557,7 @@ export class LocalSandbox {
         throw new SwerlError(`cannot initialise the workspace repository: ${init.output}`, 'IO_ERROR');
       return sb;
     } catch (e) {
+      if (capped) await unmount([root, meta]);
       await rm(root, { recursive: true, force: true });
       await rm(meta, { recursive: true, force: true });
       if (uid !== null) releaseUid(uid);
@@ -373,24 +575,35 @@ export class LocalSandbox {
       `--data=${mem}`,
       `--as=${4 * mem}`,
       `--nproc=${this.#o.maxProcesses}`,
-      `--fsize=${4 * 2 ** 30}`,
+      `--fsize=${this.#o.diskMiB * 2 ** 20}`,
       '--',
     ];
     if (this.#uid !== null)
       argv.push('setpriv', `--reuid=${this.#uid}`, `--regid=${this.#uid}`, '--clear-groups', '--');
-    if (this.isolation === 'bwrap')
-      argv.push('bwrap', ...bwrapArgs(this.root, this.#o.network), '--setenv', 'HOME', this.workdir, '--');
-    else if (this.isolation === 'unshare') argv.push('unshare', ...unshareArgs(this.#o.network));
+    const disk = this.#o.diskMiB * 2 ** 20;
     // stderr joins stdout in one pipe, as on a terminal: a process's writes to the two then reach
     // the observation in the order it made them. (Over two pipes their order was the event loop's,
-    // and a seeded rollout could read them either way.)
-    argv.push('/bin/sh', '-c', 'exec 2>&1; exec /bin/bash -c "$0"', command);
+    // and a seeded rollout could read them either way.) The unshare prelude does the same first.
+    if (this.isolation === 'unshare')
+      argv.push(
+        'unshare',
+        ...unshareArgs(this.#o.network),
+        '/bin/sh',
+        '-c',
+        unsharePrelude(this.#o.network, disk),
+        command,
+      );
+    else {
+      if (this.isolation === 'bwrap')
+        argv.push('bwrap', ...bwrapArgs(this.root, this.#o.network, disk), '--setenv', 'HOME', this.workdir, '--');
+      argv.push('/bin/sh', '-c', 'exec 2>&1; exec /bin/bash -c "$0"', command);
+    }
     const started = performance.now();
     return new Promise<ExecResult>((resolvePromise) => {
       const child = spawnRelayed('prlimit', argv, {
         cwd: this.root,
         detached: true, // its own process group: a timeout kills all of it
-        env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: this.root, LANG: 'C.UTF-8', TERM: 'dumb' },
+        env: { PATH: SANDBOX_PATH, HOME: this.workdir, LANG: 'C.UTF-8', TERM: 'dumb' },
       });
       this.#running.add(child);
       const cap = this.#o.maxOutputBytes;
@@ -494,6 +707,8 @@ export class LocalSandbox {
         c.on('error', () => done());
       });
     }
+    // Unmounted first: removing a mount point fails (EBUSY), and its files are freed with it.
+    if (this.diskCapMiB !== null) await unmount([this.root, this.#meta]);
     await rm(this.root, { recursive: true, force: true });
     await rm(this.#meta, { recursive: true, force: true });
     if (this.#uid !== null) releaseUid(this.#uid);
@@ -548,6 +763,50 @@ export class LocalSandbox {
       child.on('error', (e) => reject(new SwerlError(`cannot run git: ${e.message}`, 'IO_ERROR')));
     });
   }
+}
+
+function onTmpfs(dir: string): boolean {
+  try {
+    return statfsSync(dir).type === TMPFS_MAGIC;
+  } catch {
+    return false;
+  }
+}
+
+// Whether mount(8) works for this process: set after the first try, so that a machine that
+// refuses it (no CAP_SYS_ADMIN) pays for one failed mount, not one per sandbox.
+let mountWorks: boolean | undefined;
+
+/**
+ * Mounts a tmpfs of `mib` MiB on each directory (mode 0700; the first owned by `uid`, the rest by
+ * root), so that a command cannot fill the host's memory through it. false, with nothing
+ * mounted, when mounting is refused here.
+ */
+async function mountCapped(dirs: string[], mib: number, uid: number): Promise<boolean> {
+  if (mountWorks === false) return false;
+  const script = dirs
+    .map(
+      (d, i) =>
+        `mount -t tmpfs -o size=${mib}m,mode=0700${i === 0 ? `,uid=${uid},gid=${uid}` : ''} swerl-workspace ${sq(d)}`,
+    )
+    .join(' && ');
+  const ok = (await runQuiet('/bin/sh', ['-c', script])) === 0;
+  if (!ok) await unmount(dirs); // the first may have been mounted
+  mountWorks = ok;
+  return ok;
+}
+
+/** Lazily unmounts each directory that is a mount point (the others are left as they are). */
+async function unmount(dirs: string[]): Promise<void> {
+  await runQuiet('umount', ['-l', ...dirs]);
+}
+
+function runQuiet(file: string, args: string[]): Promise<number> {
+  return new Promise((done) => {
+    const c = spawnRelayed(file, args, { env: { PATH: '/usr/bin:/bin:/usr/sbin:/sbin' } });
+    c.on('close', (code) => done(code ?? -1));
+    c.on('error', () => done(-1));
+  });
 }
 
 /**
