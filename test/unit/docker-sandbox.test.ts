@@ -14,22 +14,12 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
-import {
-  DockerSandbox,
-  dockerAvailable,
-  evaluatePatch,
-  expertPolicy,
-  generateMiniSweTasks,
-  runEpisode,
-} from '../../src/index.js';
+import { DockerSandbox, evaluatePatch, expertPolicy, generateMiniSweTasks, runEpisode } from '../../src/index.js';
+import { dockerTestsCanRun } from '../helpers/docker-engine.js';
 import { ensureTestImage } from '../helpers/docker-image.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const hasDocker = await dockerAvailable();
-if (!hasDocker && process.env.SWERL_REQUIRE_DOCKER === '1')
-  throw new Error('SWERL_REQUIRE_DOCKER=1 but no Docker engine is reachable (scripts/start-dockerd.sh, DOCKER_HOST)');
-if (!hasDocker)
-  console.warn('DockerSandbox tests skipped: no Docker engine is reachable (start dockerd or set DOCKER_HOST)');
+const hasDocker = await dockerTestsCanRun('DockerSandbox tests');
 const image = hasDocker ? ensureTestImage() : '';
 
 describe.skipIf(!hasDocker)('DockerSandbox', () => {
