@@ -22,8 +22,46 @@ export interface SweTask {
   FAIL_TO_PASS: string[];
   PASS_TO_PASS: string[];
   files?: Record<string, string>;
+  /** The Docker image to run the task in (SWE-rebench's `docker_image` or `image_name` map here too). */
   image?: string;
+  /** The project version SWE-bench's harness keys its install and test specs by (e.g. '3.2'). */
+  version?: string;
+  environment_setup_commit?: string;
+  /** When the issue's pull request was made (ISO 8601). */
+  created_at?: string;
+  hints_text?: string;
+  /** SWE-bench Verified's annotators' estimate, e.g. '15 min - 1 hour'. */
+  difficulty?: string;
+  /**
+   * Every other field of the row, unchanged, for filtering (e.g. SWE-rebench's `install_config`,
+   * `meta`, `docker_image`, `image_name`). A row's own `metadata` object is merged in, so a task
+   * written out as JSON reads back the same.
+   */
+  metadata?: Record<string, unknown>;
 }
+
+/** The fields checkTask reads itself; every other field of a row goes to `metadata`. */
+const KNOWN_FIELDS = new Set([
+  'instance_id',
+  'repo',
+  'base_commit',
+  'problem_statement',
+  'patch',
+  'test_patch',
+  'FAIL_TO_PASS',
+  'PASS_TO_PASS',
+  'files',
+  'image',
+  'version',
+  'environment_setup_commit',
+  'created_at',
+  'hints_text',
+  'difficulty',
+  'metadata',
+]);
+
+/** The optional descriptive fields, which datasets give as strings (parquet may give numbers or dates). */
+const TEXT_FIELDS = ['version', 'environment_setup_commit', 'created_at', 'hints_text', 'difficulty'] as const;
 
 /** Reads tasks from a .json (an array, or { tasks: [...] }), .jsonl or .parquet file. */
 export async function loadTasks(path: string): Promise<SweTask[]> {
@@ -125,8 +163,24 @@ export function checkTask(value: unknown, where = 'task'): SweTask {
   if (task.FAIL_TO_PASS.length === 0) throw new SwerlError(`${at}: field 'FAIL_TO_PASS' is empty`, 'INVALID_TASK');
   const base = str('base_commit', false);
   if (base !== undefined) task.base_commit = base;
-  const image = str('image', false) ?? str('docker_image', false);
+  const image = str('image', false) ?? str('docker_image', false) ?? str('image_name', false);
   if (image !== undefined) task.image = image;
+  for (const name of TEXT_FIELDS) {
+    const v = o[name];
+    if (v === undefined || v === null) continue;
+    if (typeof v === 'string') task[name] = v;
+    else if (typeof v === 'number' || typeof v === 'bigint') task[name] = String(v);
+    else if (v instanceof Date && !Number.isNaN(v.getTime())) task[name] = v.toISOString();
+    else throw new SwerlError(`${at}: field '${name}' must be a string`, 'INVALID_TASK');
+  }
+  const metadata: Record<string, unknown> = {};
+  if (o.metadata !== undefined && o.metadata !== null) {
+    if (typeof o.metadata !== 'object' || Array.isArray(o.metadata))
+      throw new SwerlError(`${at}: field 'metadata' must be an object`, 'INVALID_TASK');
+    Object.assign(metadata, o.metadata);
+  }
+  for (const [k, v] of Object.entries(o)) if (!KNOWN_FIELDS.has(k) && v !== undefined) metadata[k] = v;
+  if (Object.keys(metadata).length > 0) task.metadata = metadata;
   if (o.files !== undefined && o.files !== null) {
     let files = o.files;
     if (typeof files === 'string') {
