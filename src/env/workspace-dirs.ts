@@ -6,14 +6,16 @@
  * - a process killed outright (SIGKILL, the OOM killer), whose hook never ran, leaves directories
  *   that the next sandbox made in the same directory removes: their owner is dead.
  * A rollout holds dozens of workspaces at once, and they live in /dev/shm (memory) by default, so
- * a run stopped with Ctrl-C must not leave them behind.
+ * a run stopped with Ctrl-C must not leave them behind. A workspace that is its own size-capped
+ * tmpfs (LocalSandbox as root) is unmounted before it is removed: a mount point cannot be.
  */
-import { readdirSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { isMainThread } from 'node:worker_threads';
 import { processEnded } from './process-state.js';
-import { stopRelayedSync } from './spawn-relay.js';
+import { spawnRelayed, stopRelayedSync } from './spawn-relay.js';
 
 const OWNED = /^swerl-(?:ws|meta)-(\d+)-[A-Za-z0-9]{6}$/;
 
@@ -67,9 +69,12 @@ function removeOwnWorkspacesSync(dir: string): number {
   } catch {
     return 0;
   }
+  const own = names.filter((name) => Number(OWNED.exec(name)?.[1]) === process.pid);
+  const mounted = mountedIn(dir, own);
+  // At exit, once: the fork this costs no longer matters.
+  if (mounted.length > 0) spawnSync('umount', ['-l', ...mounted], { stdio: 'ignore', env: UMOUNT_ENV });
   let removed = 0;
-  for (const name of names) {
-    if (Number(OWNED.exec(name)?.[1]) !== process.pid) continue;
+  for (const name of own) {
     try {
       // A command killed a moment ago may still be writing: retry a non-empty directory.
       rmSync(join(dir, name), { recursive: true, force: true, maxRetries: 3 });
@@ -97,6 +102,8 @@ async function removeOrphanedWorkspaces(dir: string): Promise<number> {
     const m = OWNED.exec(name);
     return m !== null && !alive(Number(m[1]));
   });
+  const mounted = mountedIn(dir, dead);
+  if (mounted.length > 0) await unmountLazily(mounted);
   const done = await Promise.all(
     dead.map((name) =>
       rm(join(dir, name), { recursive: true, force: true }).then(
@@ -106,6 +113,43 @@ async function removeOrphanedWorkspaces(dir: string): Promise<number> {
     ),
   );
   return done.reduce<number>((a, b) => a + b, 0);
+}
+
+const UMOUNT_ENV = { PATH: '/usr/bin:/bin:/usr/sbin:/sbin' };
+
+/**
+ * Which of `names` in `dir` are mount points (their full paths), from this process's
+ * /proc/self/mountinfo; none where it cannot be read.
+ */
+function mountedIn(dir: string, names: string[]): string[] {
+  if (names.length === 0) return [];
+  let real: string;
+  let info: string;
+  try {
+    real = realpathSync(dir);
+    info = readFileSync('/proc/self/mountinfo', 'utf8');
+  } catch {
+    return [];
+  }
+  const wanted = new Set(names);
+  const found = new Set<string>();
+  for (const line of info.split('\n')) {
+    const field = line.split(' ')[4]; // the mount point, with space, tab, newline, \ octal-escaped
+    if (field === undefined) continue;
+    const point = field.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(Number.parseInt(o, 8)));
+    const name = point.slice(point.lastIndexOf('/') + 1);
+    if (dirname(point) === real && wanted.has(name)) found.add(point);
+  }
+  return [...found];
+}
+
+/** `umount -l` of each path (through the spawn relay: no fork of this process). */
+function unmountLazily(paths: string[]): Promise<void> {
+  return new Promise((done) => {
+    const c = spawnRelayed('umount', ['-l', ...paths], { env: UMOUNT_ENV });
+    c.on('close', () => done());
+    c.on('error', () => done());
+  });
 }
 
 function alive(pid: number): boolean {

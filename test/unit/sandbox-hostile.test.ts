@@ -1,0 +1,199 @@
+/**
+ * LocalSandbox's private view of the host, attacked from inside a command, under bwrap and under
+ * the unshare fallback alike: the project checkout, the host's $HOME, /tmp and /dev/shm, another
+ * open sandbox's workspace (by its path and by listing), and the host's processes must all be out
+ * of reach, while the workspace, node, git and python still work. Also: the size caps on the
+ * workspace, /tmp and /dev/shm, the workspace's mode, and the one warning for isolation 'none'.
+ * A mechanism that does not work here is skipped with the reason printed (CI runs as root with
+ * bubblewrap installed, where both run).
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isolationAvailable, LocalSandbox } from '../../src/index.js';
+
+const isRoot = process.getuid?.() === 0;
+const tag = `swerl-hostile-${process.pid}-${randomBytes(4).toString('hex')}`;
+
+for (const kind of ['bwrap', 'unshare'] as const) {
+  const available = isolationAvailable(kind);
+  if (!available)
+    console.warn(`sandbox-hostile: skipping the ${kind} tests: isolation '${kind}' does not work on this machine`);
+
+  describe.skipIf(!available)(`LocalSandbox (${kind}): what a command can reach of the host`, () => {
+    let sb: LocalSandbox;
+    let other: LocalSandbox;
+    const hostTmp = join('/tmp', `${tag}-${kind}`);
+    const hostShm = join('/dev/shm', `${tag}-${kind}`);
+
+    beforeAll(async () => {
+      writeFileSync(hostTmp, 'host-secret-tmp\n');
+      if (existsSync('/dev/shm')) writeFileSync(hostShm, 'host-secret-shm\n');
+      [sb, other] = await Promise.all([
+        LocalSandbox.create({ isolation: kind, files: { 'seed.txt': 'seed\n' } }),
+        LocalSandbox.create({ isolation: kind, files: { 'secret.txt': 'other-secret\n' } }),
+      ]);
+    });
+    afterAll(async () => {
+      await Promise.all([sb?.close(), other?.close()]);
+      rmSync(hostTmp, { force: true });
+      rmSync(hostShm, { force: true });
+    });
+
+    it('works in its own workspace: read, write, node, git, python3', async () => {
+      expect(sb.isolation).toBe(kind);
+      expect(sb.workdir).toBe('/project');
+      const r = await sb.exec(
+        'cat seed.txt && echo made > new.txt && node -e "console.log(6 * 7)" && git status --porcelain && pwd',
+      );
+      expect(r.exitCode, r.output).toBe(0);
+      expect(r.output).toBe('seed\n42\n?? new.txt\n/project\n');
+      expect(await sb.readFile('new.txt')).toBe('made\n');
+      if (existsSync('/usr/bin/python3')) {
+        const py = await sb.exec("python3 -c 'print(1)'");
+        expect(py.output).toBe('1\n');
+      } else console.warn('sandbox-hostile: no /usr/bin/python3 here: python not checked');
+    });
+
+    it('cannot read or write the project checkout', async () => {
+      const repo = process.cwd();
+      const pkg = readFileSync(join(repo, 'package.json'), 'utf8');
+      const marker = join(repo, `${tag}.txt`);
+      try {
+        const r = await sb.exec(
+          `test -e ${repo} && echo VISIBLE; ls -a ${repo}; cat ${repo}/package.json; echo pwned > ${marker}; echo end`,
+        );
+        expect(r.output).toContain('end');
+        expect(r.output).not.toContain('VISIBLE');
+        expect(r.output).not.toContain('node_modules');
+        expect(r.output).not.toContain(pkg.slice(0, 60));
+        expect(existsSync(marker)).toBe(false);
+      } finally {
+        rmSync(marker, { force: true });
+      }
+    });
+
+    it("cannot read or write the host's $HOME", async () => {
+      const home = homedir();
+      const marker = join(home, `${tag}.txt`);
+      try {
+        const r = await sb.exec(`test -e ${home} && echo VISIBLE; ls -a ${home}; echo pwned > ${marker}; echo end`);
+        expect(r.output).toContain('end');
+        expect(r.output).not.toContain('VISIBLE');
+        expect(existsSync(marker)).toBe(false);
+      } finally {
+        rmSync(marker, { force: true });
+      }
+    });
+
+    for (const [where, file, secret] of [
+      ['/tmp', hostTmp, 'host-secret-tmp'],
+      ['/dev/shm', hostShm, 'host-secret-shm'],
+    ] as const) {
+      it(`cannot see or change the host's ${where}`, async () => {
+        if (!existsSync(file)) return console.warn(`sandbox-hostile: no host ${where} here`);
+        const list = await sb.exec(`ls -a ${where}`);
+        expect(list.exitCode).toBe(0); // a private one
+        expect(list.output).not.toContain(tag);
+        const r = await sb.exec(`cat ${file}; echo changed > ${file}; echo end`);
+        expect(r.output).not.toContain(secret);
+        const rm = await sb.exec(`rm -f ${file}; ls -a ${where}`);
+        expect(rm.output).not.toContain(tag);
+        expect(readFileSync(file, 'utf8')).toBe(`${secret}\n`); // the host's, untouched
+      });
+    }
+
+    it("cannot reach another open sandbox's workspace, by its path or by listing", async () => {
+      const r = await sb.exec(
+        `cat ${other.root}/secret.txt; echo pwned > ${other.root}/secret.txt; echo pwned > ${other.root}/new.txt; echo end`,
+      );
+      expect(r.output).toContain('end');
+      expect(r.output).not.toContain('other-secret');
+      expect(await other.readFile('secret.txt')).toBe('other-secret\n');
+      expect(existsSync(join(other.root, 'new.txt'))).toBe(false);
+      // Guessing: the directory the workspaces live in, and the usual places, by name.
+      const look = await sb.exec(
+        `ls -a ${dirname(sb.root)} ${dirname(other.root)} /dev/shm /tmp /; find / -maxdepth 4 -path /proc -prune -o -name 'swerl-*' -print; echo end`,
+      );
+      expect(look.output).toContain('end');
+      expect(look.output).not.toContain(basename(other.root));
+      expect(look.output).not.toMatch(/swerl-(ws|meta)-/);
+    });
+
+    it("cannot see the host's processes: /proc and ps show only its own", async () => {
+      const r = await sb.exec(
+        `cat /proc/${process.pid}/cmdline; for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done; echo ---; ps ax -o comm=`,
+      );
+      expect(r.output).not.toMatch(/vitest|node_modules/);
+      const comms = r.output.split('---\n')[1]?.trim().split('\n') ?? [];
+      expect(comms.length).toBeGreaterThan(0);
+      // bwrap's own process (pid 1 under bwrap), the command's shell, and ps.
+      for (const c of comms) expect(['bwrap', 'bash', 'ps']).toContain(c.trim());
+    });
+
+    it('its workspace is private to it: mode 0700, owned by its uid', () => {
+      const st = statSync(sb.root);
+      expect(st.mode & 0o777).toBe(0o700);
+      expect(st.uid).toBe(isRoot ? sb.uid : process.getuid?.());
+      if (isRoot) expect(sb.uid).not.toBe(other.uid);
+    });
+  });
+
+  describe.skipIf(!available)(`LocalSandbox (${kind}): disk caps`, () => {
+    it('a command writing past diskMiB gets ENOSPC or EFBIG, in the workspace, /tmp and /dev/shm', async () => {
+      const sb = await LocalSandbox.create({ isolation: kind, diskMiB: 8, repository: false });
+      try {
+        // Each file under the 8 MiB file-size limit, together over the cap.
+        for (const d of ['/tmp', '/dev/shm']) {
+          const r = await sb.exec(`head -c 5M /dev/zero > ${d}/a && head -c 5M /dev/zero > ${d}/b && echo fitted`);
+          expect(r.output).toMatch(/No space left on device/);
+          expect(r.output).not.toContain('fitted');
+        }
+        const big = await sb.exec('head -c 20M /dev/zero > big; ls -l big');
+        // SIGXFSZ (bash: "File size limit exceeded") or EFBIG, or the tmpfs full first.
+        expect(big.output).toMatch(/No space left on device|File too large|File size limit exceeded/);
+        expect(statSync(join(sb.root, 'big')).size).toBeLessThanOrEqual(8 * 2 ** 20);
+        if (sb.diskCapMiB === null) {
+          console.warn(
+            `sandbox-hostile: the workspace has no tmpfs of its own here (${isRoot ? 'its dir is not a tmpfs, or mount was refused' : 'not root'}): only each file is capped`,
+          );
+          return;
+        }
+        expect(sb.diskCapMiB).toBe(8);
+        const r = await sb.exec('rm -f big; head -c 5M /dev/zero > a && head -c 5M /dev/zero > b && echo fitted');
+        expect(r.output).toMatch(/No space left on device/);
+        expect(r.output).not.toContain('fitted');
+        // The workspace is a tmpfs of its own, of 8 MiB, that holds no more: the host's /dev/shm
+        // (or wherever the workspaces live) cannot be filled through it.
+        const fs = statfsSync(sb.root);
+        expect(fs.blocks * fs.bsize).toBe(8 * 2 ** 20);
+        expect((fs.blocks - fs.bfree) * fs.bsize).toBeLessThanOrEqual(8 * 2 ** 20);
+      } finally {
+        await sb.close();
+      }
+      expect(existsSync(sb.root)).toBe(false); // unmounted and removed
+    });
+  });
+}
+
+describe('LocalSandbox isolation none', () => {
+  it('warns once per process, saying how to install bubblewrap', async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.message);
+    process.on('warning', onWarning);
+    try {
+      for (let i = 0; i < 2; i++) {
+        const sb = await LocalSandbox.create({ isolation: 'none', repository: false });
+        await sb.close();
+      }
+      await new Promise((r) => setImmediate(r)); // warnings are emitted on the next tick
+      const ours = warnings.filter((m) => m.includes('LocalSandbox isolation "none"'));
+      expect(ours).toHaveLength(1);
+      expect(ours[0]).toContain('apt-get install bubblewrap');
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+});
