@@ -2,7 +2,8 @@
  * The paper's agent scaffold (reference/paper.md section 1): a system prompt, the issue prompt in
  * the paper's layout, one reasoning part plus exactly one fenced ```command block per turn (or a
  * Qwen/Hermes <tool_call> JSON), the two format errors, observations ending in the shell prompt,
- * observation truncation, and the tools installed as real commands in the sandbox.
+ * observation truncation, and the tools installed as real commands in the sandbox (bash scripts,
+ * tools.ts: SWE-bench images have no node).
  */
 import type { Sandbox } from '../env/sandbox-api.js';
 import type { SweTask } from '../env/tasks.js';
@@ -188,10 +189,12 @@ export function truncateObservation(text: string, maxChars: number): string {
   return `${text.slice(0, head)}\n[... ${text.length - head - tail} characters omitted ...]\n${text.slice(text.length - tail)}`;
 }
 
-/** Prepares a sandbox for the scaffold: the tool scripts and their state. */
+/**
+ * Prepares a sandbox for the scaffold: the tools (bash scripts needing no node or python, see
+ * tools.ts) in `.swerl/bin`, and the working directory the commands start in.
+ */
 export async function installTools(sb: Sandbox): Promise<void> {
   for (const [path, src] of Object.entries(toolFiles())) await sb.writeFile(path, src, { executable: true });
-  await sb.writeFile('.swerl/package.json', '{"type":"commonjs"}\n');
   await sb.writeFile('.swerl/cwd', sb.workdir);
 }
 
@@ -211,7 +214,7 @@ __swerl_rc=$?; pwd > ${q(`${ws}/.swerl/cwd`)} 2>/dev/null; exit $__swerl_rc`;
   return { output, exitCode: r.exitCode, timedOut: r.timedOut };
 }
 
-/** The current directory and open file, for the prompt. */
+/** The current directory and open file (the tools' `.swerl/state.json`), for the prompt. */
 export async function shellState(sb: Sandbox): Promise<{ cwd: string; file: string | null }> {
   let cwd = sb.workdir;
   try {

@@ -1,117 +1,387 @@
 /**
  * The SWE-agent tools of the paper's scaffold (reference/paper.md section 1.2) as real commands
- * inside the sandbox: one Node script per tool in `.swerl/bin`, state (the open file and its
+ * inside the sandbox: one bash script per tool in `.swerl/bin`, state (the open file and its
  * window) in `.swerl/state.json`. `submit` is handled by the episode loop.
+ *
+ * The scripts need bash and the POSIX basics only (cat, head, tail, mkdir, awk — mawk is enough
+ * —, grep, sed, rm), no node or python: SWE-bench images have neither. Their output is byte for
+ * byte that of the Node scripts they replace (kept as the test oracle in
+ * test/helpers/node-tools-reference.ts), since recorded trajectories contain it: every path and
+ * number is formatted as Node's path.resolve / path.relative / JSON.stringify / Number would,
+ * and all text work is byte-wise (LC_ALL=C), which equals Node's UTF-16 work on valid UTF-8.
+ * Known differences (documented, not reproduced): files that are not valid UTF-8 (Node would
+ * read and write U+FFFD), files holding NUL bytes given to `replace`, `replace --replace-all ''`
+ * on a file of two or more characters, and Node's stack traces (where a Node script threw, e.g.
+ * `edit --file DIR`, these print one `Error: …` line and exit 1 as Node does).
+ *
+ * In the script templates below `@{` stands for bash's `$` + `{` (a template literal would read
+ * it as a substitution); {@link toolFiles} turns it back.
  */
 
 /** Lines shown by open / goto / scroll. */
 export const WINDOW = 100;
 
-const COMMON = `
-const fs = require('node:fs');
-const path = require('node:path');
-const STATE = path.join(process.env.SWERL_WS, '.swerl', 'state.json');
-const WINDOW = ${WINDOW};
-function load() { try { return JSON.parse(fs.readFileSync(STATE, 'utf8')); } catch { return { file: null, first: 1 }; } }
-function save(s) { fs.writeFileSync(STATE, JSON.stringify(s)); }
-function fail(msg) { process.stdout.write(msg + '\\n'); process.exit(1); }
-function lines(file) { const t = fs.readFileSync(file, 'utf8'); if (t === '') return []; const l = t.split('\\n'); if (l[l.length - 1] === '') l.pop(); return l; }
-function show(s) {
-  const l = lines(s.file);
-  const first = Math.max(1, Math.min(s.first, Math.max(1, l.length - WINDOW + 1)));
-  s.first = first; save(s);
-  const last = Math.min(l.length, first + WINDOW - 1);
-  const out = ['[File: ' + path.relative(process.env.SWERL_WS, s.file) + ' (' + l.length + ' lines total)]'];
-  if (first > 1) out.push('(' + (first - 1) + ' more lines above)');
-  for (let i = first; i <= last; i++) out.push(i + ':' + l[i - 1]);
-  if (last < l.length) out.push('(' + (l.length - last) + ' more lines below)');
-  process.stdout.write(out.join('\\n') + '\\n');
+/** A String.raw tag that turns `@{` into `${`, so the bash below can be read as bash. */
+function bash(s: TemplateStringsArray, ...v: unknown[]): string {
+  return String.raw(s, ...v).replaceAll('@{', '${');
 }
-function needFile(s) { if (!s.file || !fs.existsSync(s.file)) fail('No file open. Use the open command first.'); }
+
+/** Helpers shared by every tool (each script is self-contained: this is prepended to each). */
+const COMMON = bash`
+export LC_ALL=C
+shopt -s extglob
+shopt -u patsub_replacement 2>/dev/null
+W=${WINDOW}
+STATE=$SWERL_WS/.swerl/state.json
+# process.cwd(): the physical directory (cd -P resolves symlinks without a subshell)
+cd -P . 2>/dev/null
+CWD=$PWD
+# JS StrWhiteSpace, for Number(): ASCII blanks, NBSP, the Zs spaces, LS, PS and the BOM
+JSWS=$'+([ \t\n\v\f\r]|\xc2\xa0|\xe1\x9a\x80|\xe2\x80[\x80-\x8a\xa8\xa9\xaf]|\xe2\x81\x9f|\xe3\x80\x80|\xef\xbb\xbf)'
+HUGE=1000000000000000
+
+fail() { printf '%s\n' "$1"; exit 1; }
+# where a Node script threw: Node printed a stack trace and exited 1
+crash() { printf 'Error: %s\n' "$1" >&2; exit 1; }
+
+# path.resolve(p) against CWD, lexically: REPLY
+resolve() {
+  local p=$1 c out=() IFS=/
+  [[ $p == /* ]] || p=$CWD/$p
+  while :; do
+    c=@{p%%/*}
+    case $c in
+      '' | .) ;;
+      ..) ((@{#out[@]})) && unset 'out[-1]' ;;
+      *) out+=("$c") ;;
+    esac
+    [[ $p == */* ]] || break
+    p=@{p#*/}
+  done
+  REPLY="/@{out[*]}"
+}
+
+# the components of a normalized absolute path into PARTS
+parts() {
+  local p=@{1#/}
+  PARTS=()
+  [[ -z $p ]] && return
+  while [[ $p == */* ]]; do PARTS+=("@{p%%/*}"); p=@{p#*/}; done
+  PARTS+=("$p")
+}
+
+# path.relative(from, to) of two absolute paths: REPLY
+rel() {
+  local from to i k=0 out=() IFS=/
+  resolve "$1"; from=$REPLY
+  resolve "$2"; to=$REPLY
+  if [[ $from == "$to" ]]; then REPLY=; return; fi
+  parts "$from"; local fa=("@{PARTS[@]}")
+  parts "$to"; local ta=("@{PARTS[@]}")
+  while ((k < @{#fa[@]} && k < @{#ta[@]})) && [[ @{fa[k]} == "@{ta[k]}" ]]; do ((k++)); done
+  for ((i = k; i < @{#fa[@]}; i++)); do out+=(..); done
+  out+=("@{ta[@]:k}")
+  REPLY="@{out[*]}"
+}
+
+# JSON.stringify of a string: REPLY
+json() {
+  local s=$1 c h ch
+  s=@{s//\\/\\\\}
+  s=@{s//\"/\\\"}
+  if [[ $s == *[$'\001'-$'\037']* ]]; then
+    s=@{s//$'\b'/\\b}
+    s=@{s//$'\t'/\\t}
+    s=@{s//$'\n'/\\n}
+    s=@{s//$'\f'/\\f}
+    s=@{s//$'\r'/\\r}
+    for ((c = 1; c < 32; c++)); do
+      printf -v h '%02x' "$c"
+      printf -v ch "\\x$h"
+      [[ $s == *"$ch"* ]] && s=@{s//"$ch"/\\u00$h}
+    done
+  fi
+  REPLY="\"$s\""
+}
+
+# the state, as Node's load(): FILE (empty: none) and FIRST
+load() {
+  local j= re='^\{"file":"(.*)","first":([0-9]+)\}$'
+  FILE=
+  FIRST=1
+  { IFS= read -r -d '' j <"$STATE"; } 2>/dev/null
+  if [[ $j =~ $re ]]; then
+    FIRST=$((10#@{BASH_REMATCH[2]}))
+    j=@{BASH_REMATCH[1]}
+    j=@{j//\\\"/\"}
+    printf -v FILE '%b' "$j"
+  fi
+}
+
+save() {
+  json "$1"
+  { printf '%s' "{\"file\":$REPLY,\"first\":$2}" >"$STATE"; } 2>/dev/null || crash "ENOENT: no such file or directory, open '$STATE'"
+}
+
+needfile() { [[ -n $FILE && -e $FILE ]] || fail 'No file open. Use the open command first.'; }
+
+# the line count of a file (Node's lines(file).length): N
+nlines() {
+  [[ -d $1 ]] && crash 'EISDIR: illegal operation on a directory, read'
+  [[ -r $1 ]] || crash "EACCES: permission denied, open '$1'"
+  N=$(awk 'END { print NR }' "$1")
+}
+
+# Number(s) for a line number: REPLY = the integer (HUGE past 10^12), or 'bad' unless an integer >= 1
+jsint() {
+  local s=$1 d
+  s=@{s##$JSWS}
+  s=@{s%%$JSWS}
+  REPLY=bad
+  if [[ $s =~ ^0[xX]([0-9a-fA-F]+)$ ]]; then
+    d=@{BASH_REMATCH[1]##+(0)}
+    ((@{#d} > 10)) && { REPLY=$HUGE; return; }
+    [[ -n $d ]] && (($((16#$d)) >= 1)) && REPLY=$((16#$d))
+  elif [[ $s =~ ^0[oO]([0-7]+)$ ]]; then
+    d=@{BASH_REMATCH[1]##+(0)}
+    ((@{#d} > 13)) && { REPLY=$HUGE; return; }
+    [[ -n $d ]] && REPLY=$((8#$d))
+  elif [[ $s =~ ^0[bB]([01]+)$ ]]; then
+    d=@{BASH_REMATCH[1]##+(0)}
+    ((@{#d} > 40)) && { REPLY=$HUGE; return; }
+    [[ -n $d ]] && REPLY=$((2#$d))
+  elif [[ $s =~ ^\+?([0-9]+)$ ]]; then
+    d=@{BASH_REMATCH[1]##+(0)}
+    ((@{#d} > 12)) && { REPLY=$HUGE; return; }
+    [[ -n $d ]] && REPLY=$((10#$d))
+  elif [[ $s =~ ^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$ ]]; then
+    # a fraction or an exponent: strtod rounds as JS does
+    REPLY=$(S=$s awk -v huge="$HUGE" 'BEGIN {
+      x = ENVIRON["S"] + 0
+      if (x < 1 || x != int(x) || (x == x * 2)) print "bad"; else if (x > 1e12) print huge; else printf "%d\n", x
+    }')
+  fi
+}
+
+# String(Number(d)) of a digit string: REPLY; BIG=1 when past 15 digits (no line number is)
+jsdigits() {
+  local d=@{1##+(0)}
+  BIG=0
+  REPLY=@{d:-0}
+  ((@{#d} <= 15)) && return
+  BIG=1
+  REPLY=$(D=$d awk 'BEGIN {
+    x = ENVIRON["D"] + 0
+    if (x == x * 2) { print "Infinity"; exit }
+    for (p = 1; p <= 17; p++) { m = sprintf("%." (p - 1) "e", x); if (m + 0 == x) break }
+    split(m, a, "e"); mant = a[1]; e = a[2] + 0; gsub(/\./, "", mant)
+    if (e < 21) { while (length(mant) < e + 1) mant = mant "0"; print mant }
+    else { o = substr(mant, 1, 1); if (length(mant) > 1) o = o "." substr(mant, 2); print o "e+" e }
+  }')
+}
+
+# Node's show(): clamps and saves the window, prints it, exits 0
+show() {
+  local f=$1 first=$2 last top
+  nlines "$f"
+  top=$((N - W + 1))
+  ((top < 1)) && top=1
+  ((first > top)) && first=$top
+  ((first < 1)) && first=1
+  save "$f" "$first"
+  last=$((first + W - 1))
+  ((last > N)) && last=$N
+  rel "$SWERL_WS" "$f"
+  printf '[File: %s (%s lines total)]\n' "$REPLY" "$N"
+  ((first > 1)) && printf '(%s more lines above)\n' $((first - 1))
+  ((last >= first)) && awk -v a="$first" -v b="$last" 'NR >= a { print NR ":" $0 } NR >= b { exit }' "$f"
+  ((last < N)) && printf '(%s more lines below)\n' $((N - last))
+  exit 0
+}
+
+UPDATED='File updated. Please review the changes and make sure they are correct (correct indentation, no duplicate lines, etc). Edit the file again if necessary.'
 `;
 
-/** Script sources by tool name. */
+/** Script bodies by tool name (each runs after {@link COMMON}). */
 export const TOOL_SCRIPTS: Record<string, string> = {
-  open: `${COMMON}
-const [file, line] = process.argv.slice(2);
-if (!file) fail('Usage: open <file> [<line_number>]');
-const abs = path.resolve(file);
-if (!fs.existsSync(abs) || fs.statSync(abs).isDirectory()) fail('Error: File ' + file + ' not found');
-const n = line === undefined ? 1 : Number(line);
-if (!Number.isInteger(n) || n < 1) fail('Usage: open <file> [<line_number>]');
-show({ file: abs, first: Math.max(1, n - Math.floor(WINDOW / 2)) });
+  open: bash`
+USAGE='Usage: open <file> [<line_number>]'
+[[ -n @{1-} ]] || fail "$USAGE"
+resolve "$1"
+abs=$REPLY
+[[ -e $abs && ! -d $abs ]] || fail "Error: File $1 not found"
+n=1
+if (($# >= 2)); then
+  jsint "$2"
+  [[ $REPLY == bad ]] && fail "$USAGE"
+  n=$REPLY
+fi
+first=$((n - W / 2))
+((first < 1)) && first=1
+show "$abs" "$first"
 `,
-  goto: `${COMMON}
-const s = load(); needFile(s);
-const n = Number(process.argv[2]);
-if (!Number.isInteger(n) || n < 1) fail('Usage: goto <line_number>');
-if (n > lines(s.file).length) fail('Error: <line> must be less than or equal to ' + lines(s.file).length);
-s.first = Math.max(1, n - Math.floor(WINDOW / 2)); show(s);
+  goto: bash`
+load
+needfile
+REPLY=bad
+(($# >= 1)) && jsint "$1"
+[[ $REPLY == bad ]] && fail 'Usage: goto <line_number>'
+n=$REPLY
+nlines "$FILE"
+((n > N)) && fail "Error: <line> must be less than or equal to $N"
+first=$((n - W / 2))
+((first < 1)) && first=1
+show "$FILE" "$first"
 `,
-  scroll_down: `${COMMON}
-const s = load(); needFile(s); s.first += WINDOW; show(s);
+  scroll_down: bash`
+load
+needfile
+show "$FILE" $((FIRST + W))
 `,
-  scroll_up: `${COMMON}
-const s = load(); needFile(s); s.first = Math.max(1, s.first - WINDOW); show(s);
+  scroll_up: bash`
+load
+needfile
+first=$((FIRST - W))
+((first < 1)) && first=1
+show "$FILE" "$first"
 `,
-  create: `${COMMON}
-const file = process.argv[2];
-if (!file) fail('Usage: create <filename>');
-const abs = path.resolve(file);
-if (fs.existsSync(abs)) fail('Error: File ' + file + ' already exists');
-fs.mkdirSync(path.dirname(abs), { recursive: true });
-fs.writeFileSync(abs, '');
-show({ file: abs, first: 1 });
+  create: bash`
+[[ -n @{1-} ]] || fail 'Usage: create <filename>'
+resolve "$1"
+abs=$REPLY
+[[ -e $abs ]] && fail "Error: File $1 already exists"
+dir=@{abs%/*}
+{ mkdir -p -- "@{dir:-/}"; } 2>/dev/null || crash "EEXIST: file already exists, mkdir '@{dir:-/}'"
+{ : >"$abs"; } 2>/dev/null || crash "EACCES: permission denied, open '$abs'"
+show "$abs" 1
 `,
-  edit: `${COMMON}
-const args = process.argv.slice(2);
-const s = load();
-let file = s.file;
-const fi = args.indexOf('--file');
-if (fi >= 0) { file = path.resolve(args[fi + 1] || ''); args.splice(fi, 2); }
-if (!file || !fs.existsSync(file)) fail('No file open. Use the open command first, or edit --file PATH.');
-const m = /^(\\d+):(\\d+)$/.exec(args[0] || '');
-if (!m) fail('Usage: edit [--file PATH] <start>:<end> << \\'EOF\\'\\n<replacement text>\\nEOF');
-const start = Number(m[1]), end = Number(m[2]);
-const l = lines(file);
-if (start < 1 || end < start - 1 || end > l.length) fail('Error: line range ' + start + ':' + end + ' is outside 1:' + l.length);
-let text = args.length > 1 ? args.slice(1).join(' ') : fs.readFileSync(0, 'utf8');
-const repl = text === '' ? [] : text.replace(/\\n$/, '').split('\\n');
-l.splice(start - 1, end - start + 1, ...repl);
-fs.writeFileSync(file, l.join('\\n') + '\\n');
-process.stdout.write('File updated. Please review the changes and make sure they are correct (correct indentation, no duplicate lines, etc). Edit the file again if necessary.\\n');
-show({ file, first: Math.max(1, start - Math.floor(WINDOW / 2)) });
+  edit: bash`
+args=("$@")
+load
+file=$FILE
+for ((i = 0; i < @{#args[@]}; i++)); do
+  if [[ @{args[i]} == --file ]]; then
+    resolve "@{args[i + 1]-}"
+    file=$REPLY
+    args=("@{args[@]:0:i}" "@{args[@]:i+2}")
+    break
+  fi
+done
+[[ -n $file && -e $file ]] || fail 'No file open. Use the open command first, or edit --file PATH.'
+[[ @{args[0]-} =~ ^([0-9]+):([0-9]+)$ ]] || fail "Usage: edit [--file PATH] <start>:<end> << 'EOF'"$'\n''<replacement text>'$'\n''EOF'
+jsdigits "@{BASH_REMATCH[1]}"
+start=$REPLY big=$BIG
+jsdigits "@{BASH_REMATCH[2]}"
+end=$REPLY big=$((big | BIG))
+nlines "$file"
+if ((big || start < 1 || end < start - 1 || end > N)); then
+  fail "Error: line range $start:$end is outside 1:$N"
+fi
+text=$SWERL_WS/.swerl/edit-text.$$
+out=$SWERL_WS/.swerl/edit-out.$$
+trap 'rm -f -- "$text" "$out"' EXIT
+if ((@{#args[@]} > 1)); then printf '%s' "@{args[*]:1}" >"$text"; else cat >"$text"; fi
+# the lines before start, the replacement's lines, the lines after end: each ended by a newline
+T=$text awk -v a="$start" -v b="$end" '
+  function repl(l) { while ((getline l < ENVIRON["T"]) > 0) print l }
+  NR == a { repl() }
+  NR < a || NR > b { print }
+  END { if (a > NR) repl() }' "$file" >"$out"
+[[ -s $out ]] || printf '\n' >"$out"
+{ cat -- "$out" >"$file"; } 2>/dev/null || crash "EACCES: permission denied, open '$file'"
+printf '%s\n' "$UPDATED"
+first=$((start - W / 2))
+((first < 1)) && first=1
+show "$file" "$first"
 `,
-  replace: `${COMMON}
-const args = process.argv.slice(2);
-const all = args[0] === '--replace-all';
-if (all) args.shift();
-if (args.length !== 2) fail('Usage: replace [--replace-all] <search> <replace>');
-const s = load(); needFile(s);
-const t = fs.readFileSync(s.file, 'utf8');
-const count = t.split(args[0]).length - 1;
-if (count === 0) fail('Error: ' + JSON.stringify(args[0]) + ' not found in the open file');
-if (count > 1 && !all) fail('Error: ' + count + ' matches; use --replace-all or a longer search string');
-fs.writeFileSync(s.file, all ? t.split(args[0]).join(args[1]) : t.replace(args[0], args[1]));
-const at = t.slice(0, t.indexOf(args[0])).split('\\n').length;
-process.stdout.write('File updated. Please review the changes and make sure they are correct (correct indentation, no duplicate lines, etc). Edit the file again if necessary.\\n');
-s.first = Math.max(1, at - Math.floor(WINDOW / 2)); show(s);
+  replace: bash`
+all=0
+if [[ @{1-} == --replace-all ]]; then all=1; shift; fi
+(($# == 2)) || fail 'Usage: replace [--replace-all] <search> <replace>'
+load
+needfile
+S=$1 R=$2
+[[ -d $FILE ]] && crash 'EISDIR: illegal operation on a directory, read'
+t=
+{ IFS= read -r -d '' t <"$FILE"; } 2>/dev/null
+if [[ -z $S ]]; then
+  # ''.split('') counts UTF-16 units: a non-continuation byte is one, a 4-byte lead one more
+  x=@{t//[$'\x80'-$'\xbf']/}
+  y=@{t//[!$'\xf0'-$'\xf7']/}
+  count=$((@{#x} + @{#y} - 1))
+else
+  x=@{t//"$S"/}
+  count=$(((@{#t} - @{#x}) / @{#S}))
+fi
+if ((count == 0)); then
+  json "$S"
+  fail "Error: $REPLY not found in the open file"
+fi
+((count > 1 && !all)) && fail "Error: $count matches; use --replace-all or a longer search string"
+pre=@{t%%"$S"*}
+if ((all)) && [[ -n $S ]]; then
+  new=@{t//"$S"/"$R"}
+elif ((all)); then
+  # ''.split('').join(R): '' for an empty file; splitting characters apart is not reproduced
+  ((count < 1)) || crash 'replace --replace-all with an empty search string is not supported'
+  new=
+else
+  # String.prototype.replace: $$, $&, $\` and $' in the replacement
+  post=@{t:@{#pre}+@{#S}}
+  X= r=$R
+  while [[ $r == *'$'* ]]; do
+    X+=@{r%%'$'*}
+    r=@{r#*'$'}
+    case @{r:0:1} in
+      '$') X+='$' r=@{r:1} ;;
+      '&') X+=$S r=@{r:1} ;;
+      $'\x60') X+=$pre r=@{r:1} ;;
+      "'") X+=$post r=@{r:1} ;;
+      *) X+='$' ;;
+    esac
+  done
+  new=$pre$X$r$post
+fi
+{ printf '%s' "$new" >"$FILE"; } 2>/dev/null || crash "EACCES: permission denied, open '$FILE'"
+x=@{pre//$'\n'/}
+at=$((@{#pre} - @{#x} + 1))
+printf '%s\n' "$UPDATED"
+first=$((at - W / 2))
+((first < 1)) && first=1
+show "$FILE" "$first"
 `,
-  search_file: `${COMMON}
-const [term, given] = process.argv.slice(2);
-if (!term) fail('Usage: search_file <search_term> [<file>]');
-const s = load();
-const file = given ? path.resolve(given) : s.file;
-if (!file || !fs.existsSync(file)) fail(given ? 'Error: File ' + given + ' not found' : 'No file open. Use the open command first, or give a file.');
-const hits = lines(file).map((x, i) => [i + 1, x]).filter(([, x]) => x.includes(term));
-if (hits.length === 0) { process.stdout.write('No matches found for "' + term + '" in ' + path.relative(process.cwd(), file) + '\\n'); process.exit(0); }
-process.stdout.write('Found ' + hits.length + ' matches for "' + term + '" in ' + path.relative(process.cwd(), file) + ':\\n' + hits.map(([n, x]) => 'Line ' + n + ':' + x).join('\\n') + '\\n');
+  search_file: bash`
+term=@{1-} given=@{2-}
+[[ -n $term ]] || fail 'Usage: search_file <search_term> [<file>]'
+load
+file=$FILE
+if [[ -n $given ]]; then
+  resolve "$given"
+  file=$REPLY
+fi
+if [[ -z $file || ! -e $file ]]; then
+  [[ -n $given ]] && fail "Error: File $given not found"
+  fail 'No file open. Use the open command first, or give a file.'
+fi
+[[ -d $file ]] && crash 'EISDIR: illegal operation on a directory, read'
+rel "$CWD" "$file"
+shown=$REPLY
+count=0
+# a line never holds a newline, so a term with one matches nothing (grep would split it)
+[[ $term == *$'\n'* ]] || count=$(grep -c -a -F -e "$term" -- "$file")
+if ((count == 0)); then
+  printf 'No matches found for "%s" in %s\n' "$term" "$shown"
+  exit 0
+fi
+printf 'Found %s matches for "%s" in %s:\n' "$count" "$term" "$shown"
+grep -n -a -F -e "$term" -- "$file" | sed 's/^/Line /'
 `,
 };
 
-/** The files to write into a workspace: each tool as an executable script. */
+/** The files to write into a workspace: each tool as an executable bash script. */
 export function toolFiles(): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, src] of Object.entries(TOOL_SCRIPTS)) out[`.swerl/bin/${name}`] = `#!/usr/bin/env node\n${src}`;
+  for (const [name, src] of Object.entries(TOOL_SCRIPTS))
+    out[`.swerl/bin/${name}`] = `#!/usr/bin/env bash\n${COMMON}${src}`;
   return out;
 }
