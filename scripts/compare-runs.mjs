@@ -15,11 +15,19 @@ if (!a || !b) {
 }
 
 const isTiming = (k) => k === 't' || k === 'seconds' || /Seconds$|PerSecond$|Ms$/.test(k);
+// Counters a later version added (absent from older runs' events) are compared only when both have them.
+const ADDED = new Set(['errors', 'droppedErrors']);
 const events = (dir) =>
   readFileSync(join(dir, 'metrics.jsonl'), 'utf8')
     .trim()
     .split('\n')
-    .map((l) => JSON.stringify(Object.fromEntries(Object.entries(JSON.parse(l)).filter(([k]) => !isTiming(k)))));
+    .map((l) =>
+      JSON.stringify(
+        Object.fromEntries(
+          Object.entries(JSON.parse(l)).filter(([k, v]) => !isTiming(k) && !(ADDED.has(k) && v === 0)),
+        ),
+      ),
+    );
 
 let differs = false;
 const ea = events(a);

@@ -4,6 +4,7 @@
  * its reward (the task's tests, plus the paper's turn-count penalty).
  */
 import { DockerSandbox, type DockerSandboxOptions } from '../env/docker-sandbox.js';
+import { taskImage } from '../env/evaluate.js';
 import { LocalSandbox, type SandboxOptions } from '../env/sandbox.js';
 import type { Sandbox } from '../env/sandbox-api.js';
 import type { SweTask } from '../env/tasks.js';
@@ -77,15 +78,29 @@ export interface EpisodeOptions {
   maskTimings?: boolean;
   /** Ends the episode (finishReason 'timeout') when aborted: checked before each turn. */
   signal?: AbortSignal;
-  /** LocalSandbox options (the default), or `{ kind: 'docker', ...DockerSandboxOptions }`. */
-  sandbox?: Omit<SandboxOptions, 'files'> | ({ kind: 'docker' } & Omit<DockerSandboxOptions, 'files'>);
+  /**
+   * LocalSandbox options (the default), or `{ kind: 'docker', ...DockerSandboxOptions }`. A Docker
+   * episode runs in the task's image (taskImage: `task.image`, else SWE-bench's name for the
+   * instance, else this `image`), the same one evaluatePatch grades it in.
+   */
+  sandbox?: Omit<SandboxOptions, 'files'> | EpisodeDockerOptions;
 }
+
+/** Docker options of an episode: DockerSandboxOptions with the image optional (taskImage picks it). */
+export type EpisodeDockerOptions = { kind: 'docker' } & Omit<DockerSandboxOptions, 'files' | 'image'> & {
+    image?: string;
+  };
 
 /** Opens the episode's sandbox with the task's repository. */
 async function openSandbox(task: SweTask, o: EpisodeOptions['sandbox']): Promise<Sandbox> {
   if (o && 'kind' in o && o.kind === 'docker') {
-    const { kind: _kind, ...rest } = o;
-    return DockerSandbox.create({ workdir: task.files ? '/project' : '/testbed', ...rest, files: task.files });
+    const { kind: _kind, image, ...rest } = o;
+    return DockerSandbox.create({
+      workdir: task.files ? '/project' : '/testbed',
+      ...rest,
+      image: taskImage(task, image),
+      files: task.files,
+    });
   }
   return LocalSandbox.create({ ...((o as SandboxOptions | undefined) ?? {}), files: task.files });
 }

@@ -89,7 +89,9 @@ export async function writeReport(out: string): Promise<void> {
   } catch {
     // no metrics yet
   }
-  let state: { stages?: { name: string; pass1: number; passK: number; k: number; tasks: number }[] } = {};
+  let state: {
+    stages?: { name: string; pass1: number; passK: number; k: number; tasks: number; errors?: number }[];
+  } = {};
   let config: Record<string, unknown> = {};
   try {
     state = JSON.parse(await readFile(join(out, 'state.json'), 'utf8'));
@@ -108,7 +110,7 @@ export async function writeReport(out: string): Promise<void> {
   const table = stages
     .map(
       (s) =>
-        `<tr><td>${esc(s.name)}</td><td>${(s.pass1 * 100).toFixed(1)}%</td><td>${(s.passK * 100).toFixed(1)}%</td><td>${s.k}</td><td>${s.tasks}</td></tr>`,
+        `<tr><td>${esc(s.name)}</td><td>${(s.pass1 * 100).toFixed(1)}%</td><td>${(s.passK * 100).toFixed(1)}%</td><td>${s.k}</td><td>${s.tasks}</td><td>${s.errors ?? 0}</td></tr>`,
     )
     .join('');
   // Held-out Pass@1 through RL: after RFT, at each validation (eval.every), after DAPO.
@@ -166,7 +168,7 @@ figure{display:inline-block;margin:8px 16px 8px 0;vertical-align:top}figcaption{
 pre{background:#f6f6f6;padding:8px;overflow:auto;max-height:300px}</style></head><body>
 <h1>swerl run: preset ${esc(String(config.preset ?? '?'))}</h1>
 <h2>Held-out Pass@1 and Pass@k by stage</h2>
-<table><tr><th>stage</th><th>Pass@1</th><th>Pass@k</th><th>k</th><th>tasks</th></tr>${table}</table>
+<table><tr><th>stage</th><th>Pass@1</th><th>Pass@k</th><th>k</th><th>tasks</th><th title="samples the grader could not judge (a sandbox or Docker failure), left out of Pass@k">grading errors</th></tr>${table}</table>
 ${passChart(stages)}
 ${byRepo}
 <h2>Training</h2>${charts}

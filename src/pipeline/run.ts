@@ -54,6 +54,8 @@ export interface StageSummary {
   passK: number;
   k: number;
   tasks: number;
+  /** Samples the grader could not judge (grading errors), left out of Pass@1 and Pass@k. */
+  errors?: number;
 }
 
 /** summary.json. */
@@ -260,8 +262,10 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     });
     test = await heldOut.tasks;
     const r = await evaluate({ engine, tokenizer } as unknown as Policy, test, c, 'base', hooks);
-    state.stages = [{ name: 'base', pass1: r.pass1, passK: r.passK, k: r.k, tasks: r.tasks }];
-    say(`base  Pass@1 ${(r.pass1 * 100).toFixed(1)}%  Pass@${r.k} ${(r.passK * 100).toFixed(1)}%`);
+    state.stages = [{ name: 'base', pass1: r.pass1, passK: r.passK, k: r.k, tasks: r.tasks, errors: r.errors }];
+    say(
+      `base  Pass@1 ${(r.pass1 * 100).toFixed(1)}%  Pass@${r.k} ${(r.passK * 100).toFixed(1)}%${gradingErrors(r.errors)}`,
+    );
     return finish();
   }
 
@@ -355,9 +359,9 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
   const recordEval = async (phase: string, r: EvalResult) => {
     const name = EVAL_NAMES[phase] ?? phase;
     state.stages = state.stages.filter((s) => s.name !== name);
-    state.stages.push({ name, pass1: r.pass1, passK: r.passK, k: r.k, tasks: r.tasks });
+    state.stages.push({ name, pass1: r.pass1, passK: r.passK, k: r.k, tasks: r.tasks, errors: r.errors });
     say(
-      `${name.padEnd(5)} Pass@1 ${(r.pass1 * 100).toFixed(1)}%  Pass@${r.k} ${(r.passK * 100).toFixed(1)}%  (${r.tasks} held-out tasks)`,
+      `${name.padEnd(5)} Pass@1 ${(r.pass1 * 100).toFixed(1)}%  Pass@${r.k} ${(r.passK * 100).toFixed(1)}%  (${r.tasks} held-out tasks)${gradingErrors(r.errors)}`,
     );
     state.done.push(phase);
     await saveState();
@@ -427,6 +431,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
           { reference, refill: order.slice(stage.tasksPerIteration) },
         );
         for (const r of records) {
+          if (r.error !== undefined) continue; // not judged: neither a try nor a solve
           const e = solvedBy.get(r.instance_id) ?? { tries: 0, solved: 0 };
           e.tries++;
           if (r.resolved) e.solved++;
@@ -437,7 +442,8 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
         say(
           `dapo ${state.dapoIterations}: reward ${metrics.reward?.toFixed(3)}  resolved ${((metrics.resolved ?? 0) * 100).toFixed(1)}%  ` +
             `turns ${metrics.turns?.toFixed(1)}  trained ${metrics.trainedSamples}/${metrics.episodes} (${metrics.droppedGroups} flat groups)  ` +
-            `entropy ${metrics.entropy?.toFixed(3)}  clip ${metrics.clipFracLow?.toFixed(3)}/${metrics.clipFracHigh?.toFixed(3)}`,
+            `entropy ${metrics.entropy?.toFixed(3)}  clip ${metrics.clipFracLow?.toFixed(3)}/${metrics.clipFracHigh?.toFixed(3)}` +
+            gradingErrors(metrics.errors ?? 0),
         );
         state.done.push(phase);
         await checkpoint(`dapo-${si}-${it}`, optimizer);
@@ -495,4 +501,9 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     await writeReport(o.out);
     return summary;
   }
+}
+
+/** The console's note of samples the grader could not judge (none: nothing is printed). */
+function gradingErrors(n: number): string {
+  return n > 0 ? `  [${n} samples not judged: grading errors, left out]` : '';
 }

@@ -234,6 +234,8 @@ export interface EvalResult {
   passK: number;
   k: number;
   tasks: number;
+  /** Samples the grader could not judge (left out of Pass@1 and Pass@k). */
+  errors: number;
   /** Pass@1 and Pass@k per task repository (SWE-bench's per-repo breakdown; a mini-SWE module). */
   byRepo: Record<string, { pass1: number; passK: number; tasks: number }>;
   records: RolloutRecord[];
@@ -253,7 +255,7 @@ function rolloutOptions(c: PipelineConfig, limits?: { maxTurns: number; maxConte
     turnPenaltyThreshold: c.dapo.turnPenaltyThreshold,
     sandbox:
       c.sandbox.kind === 'docker'
-        ? { kind: 'docker' as const, image: c.sandbox.image ?? 'node:20-bookworm' }
+        ? { kind: 'docker' as const, ...(c.sandbox.image === undefined ? {} : { image: c.sandbox.image }) }
         : undefined,
   };
 }
@@ -284,18 +286,23 @@ export async function evaluate(
     ...rolloutOptions(c),
     onRecord: () => hooks.progress?.(validation ? `validate ${stage}` : `eval ${stage}`, ++done, tasks.length * k),
   });
+  // Samples the grader could not judge (`error`) count for nothing: a task's Pass@1 is over its
+  // judged samples, and a task with none is left out (and counted in `errors`).
   let pass1 = 0;
   let passK = 0;
+  let judgedTasks = 0;
   const byRepo: EvalResult['byRepo'] = {};
   for (let i = 0; i < tasks.length; i++) {
-    const group = records.slice(i * k, (i + 1) * k);
+    const group = records.slice(i * k, (i + 1) * k).filter((r) => r.error === undefined);
+    if (group.length === 0) continue;
+    judgedTasks++;
     const solved = group.filter((r) => r.resolved).length;
-    pass1 += solved / k;
+    pass1 += solved / group.length;
     if (solved > 0) passK++;
     const name = (tasks[i] as SweTask).repo;
     byRepo[name] ??= { pass1: 0, passK: 0, tasks: 0 };
     const repo = byRepo[name];
-    repo.pass1 += solved / k;
+    repo.pass1 += solved / group.length;
     repo.passK += solved > 0 ? 1 : 0;
     repo.tasks++;
   }
@@ -303,8 +310,9 @@ export async function evaluate(
     e.pass1 /= e.tasks;
     e.passK /= e.tasks;
   }
-  const n = Math.max(1, tasks.length);
-  const r: EvalResult = { pass1: pass1 / n, passK: passK / n, k, tasks: tasks.length, byRepo, records };
+  const n = Math.max(1, judgedTasks);
+  const errors = records.filter((x) => x.error !== undefined).length;
+  const r: EvalResult = { pass1: pass1 / n, passK: passK / n, k, tasks: tasks.length, errors, byRepo, records };
   const stats = { pass1: r.pass1, passK: r.passK, k, tasks: tasks.length, byRepo, ...episodeStats(records) };
   if (validation) {
     hooks.rollouts?.(`val-${stage}-${validation.iteration}`, records);
@@ -316,10 +324,14 @@ export async function evaluate(
   return r;
 }
 
-/** Means over records: reward, resolved share, turns, generated tokens, format errors, submits. */
+/**
+ * Means over the judged records (those without `error`): reward, resolved share, turns, generated
+ * tokens, format errors, submits; `episodes` counts them all and `errors` the unjudged ones.
+ */
 export function episodeStats(records: RolloutRecord[]): Record<string, number> {
-  const n = Math.max(1, records.length);
-  const sum = (f: (r: RolloutRecord) => number) => records.reduce((a, r) => a + f(r), 0) / n;
+  const judged = records.filter((r) => r.error === undefined);
+  const n = Math.max(1, judged.length);
+  const sum = (f: (r: RolloutRecord) => number) => judged.reduce((a, r) => a + f(r), 0) / n;
   return {
     reward: sum((r) => r.reward),
     resolved: sum((r) => (r.resolved ? 1 : 0)),
@@ -328,6 +340,7 @@ export function episodeStats(records: RolloutRecord[]): Record<string, number> {
     formatErrors: sum((r) => r.turns.filter((t) => t.formatError !== null).length),
     submitted: sum((r) => (r.finishReason === 'submit' ? 1 : 0)),
     episodes: records.length,
+    errors: records.length - judged.length,
   };
 }
 
@@ -470,6 +483,7 @@ export async function dapoIteration(
     groups: batch.groups,
     droppedGroups: batch.droppedGroups,
     droppedUntrained: batch.droppedUntrained,
+    droppedErrors: batch.droppedErrors,
     trainedSamples: batch.samples.length,
     steps: steps.length,
     lr: steps[0]?.lr ?? 0,

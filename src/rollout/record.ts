@@ -36,6 +36,13 @@ export interface RolloutRecord {
   resolved: boolean;
   /** resolved (1/0) plus the turn penalty. */
   reward: number;
+  /**
+   * Present when the episode could not be run or graded for a reason that is not the policy's
+   * (the grader's outcome 'error', a sandbox that did not start, a command the sandbox could not
+   * run): such a record carries no reward signal and is left out of training, advantages and
+   * Pass@k, and counted as an error.
+   */
+  error?: { code: string; message: string };
   timings: { wallMs: number; generateMs: number; toolMs: number; evaluateMs: number };
 }
 

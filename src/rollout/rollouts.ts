@@ -8,15 +8,21 @@
  * Commands run in sandboxes while other episodes generate. The text work around the model
  * (rendering and tokenizing observations, decoding responses and parsing their actions) runs on
  * one piscina pool (TextPool), and rewards are evaluated on another (evaluatePatches) as episodes
- * finish.
+ * finish, in the sandbox kind and image the episode ran in.
+ *
+ * Failures: an episode whose sandbox or grader fails (not the policy's doing) becomes a record
+ * with `error`, which training and Pass@k leave out; its siblings go on. A failure of the policy
+ * itself (the engine) is fatal: the episodes in flight are aborted, every session is closed, and
+ * runRollouts rejects with that error once they have all ended.
  */
 
 import { type EpisodeOptions, episodeReward, runEpisode } from '../agent/episode.js';
 import type { ActionFormat, AgentMessage, ParsedAction } from '../agent/scaffold.js';
 import type { Engine, GenerateRequest, Generation } from '../engine/engine.js';
+import type { EvaluateOptions } from '../env/evaluate.js';
 import { evaluatePatches } from '../env/evaluate-pool.js';
 import type { SweTask } from '../env/tasks.js';
-import { invalidArgument } from '../errors.js';
+import { invalidArgument, SwerlError } from '../errors.js';
 import type { SamplingParams } from '../sample.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { checkInteger } from '../validate.js';
@@ -71,6 +77,8 @@ export interface RolloutOptions {
   turnPenaltyThreshold?: number;
   /** Called as each episode's record is complete (progress bars). */
   onRecord?: (r: RolloutRecord) => void;
+  /** Further grading attempts of an evaluation that failed for the grader's reasons (default 2). */
+  evaluationRetries?: number;
 }
 
 /** Runs a text job (text-work.ts): on the worker pool, or on this thread with the same code. */
@@ -79,6 +87,7 @@ type TextWork = TextPool['run'];
 /** One task's group: the session holding the prompt, prefilled once, that samples fork. */
 class PromptGroup {
   #parent: Promise<{ session: SessionLike; text: string; tokens: Int32Array }> | null = null;
+  #session: SessionLike | null = null; // the parent's, once opened (closed with the last sample)
   #left: number;
   constructor(
     private readonly open: () => SessionLike,
@@ -98,6 +107,7 @@ class PromptGroup {
     if (this.#parent === null) {
       const { text, tokens } = prompt;
       const session = this.open();
+      this.#session = session;
       this.#parent = session
         .generate({ append: tokens.subarray(0, tokens.length - 1), maxTokens: 0 })
         .then(() => ({ session, text, tokens }));
@@ -115,6 +125,21 @@ class PromptGroup {
     }
     if (this.#left === 0) p.session.close();
     return { session, last: tokens[tokens.length - 1] as number, prompt: tokens };
+  }
+
+  /** Closes the prompt's session if samples that never started still held it (after a fatal error). */
+  async dispose(): Promise<void> {
+    if (this.#session === null || this.#left === 0) return;
+    this.#left = 0;
+    await this.#parent?.catch(() => null); // its prefill settles first
+    this.#session.close();
+  }
+}
+
+/** An error of the policy (the engine): fatal to the whole call. */
+class PolicyFailure extends Error {
+  constructor(readonly reason: unknown) {
+    super(reason instanceof Error ? reason.message : String(reason));
   }
 }
 
@@ -138,22 +163,36 @@ export async function runRollouts(o: RolloutOptions): Promise<RolloutRecord[]> {
   const jobs = o.tasks.flatMap((task, i) => Array.from({ length: G }, (_, j) => ({ task, i, j })));
   const out: RolloutRecord[] = new Array(jobs.length);
   let next = 0;
+  // The first fatal error; it stops new episodes and aborts the ones in flight.
+  let fatal: PolicyFailure | null = null;
+  const abort = new AbortController();
   const worker = async () => {
-    while (next < jobs.length) {
+    while (next < jobs.length && fatal === null) {
       const k = next++;
       const { task, i, j } = jobs[k] as (typeof jobs)[number];
-      const r = await episode(o, text, task, j, groups[i] as PromptGroup, {
-        seed: (o.seed ?? 0) + i * G + j,
-        imEnd,
-        maxTokensPerTurn,
-        maxContextTokens,
-        maxTurns,
-      });
-      out[k] = r;
-      o.onRecord?.(r);
+      try {
+        const r = await episode(o, text, task, j, groups[i] as PromptGroup, abort.signal, {
+          seed: (o.seed ?? 0) + i * G + j,
+          imEnd,
+          maxTokensPerTurn,
+          maxContextTokens,
+          maxTurns,
+        });
+        out[k] = r;
+        if (fatal === null) o.onRecord?.(r);
+      } catch (e) {
+        if (!(e instanceof PolicyFailure)) throw e;
+        fatal ??= e;
+        abort.abort();
+      }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(concurrency, jobs.length) }, worker));
+  try {
+    await Promise.all(Array.from({ length: Math.min(concurrency, jobs.length) }, worker));
+  } finally {
+    await Promise.all(groups.map((g) => g.dispose()));
+  }
+  if (fatal !== null) throw (fatal as PolicyFailure).reason;
   return out;
 }
 
@@ -163,6 +202,7 @@ async function episode(
   task: SweTask,
   sample: number,
   group: PromptGroup,
+  fatal: AbortSignal,
   p: { seed: number; imEnd: number; maxTokensPerTurn: number; maxContextTokens: number; maxTurns: number },
 ): Promise<RolloutRecord> {
   const t0 = performance.now();
@@ -176,6 +216,8 @@ async function episode(
   let generateMs = 0;
   const timeout = new AbortController();
   const timer = setTimeout(() => timeout.abort(), o.episodeTimeoutMs ?? 600_000);
+  const onFatal = () => timeout.abort();
+  fatal.addEventListener('abort', onFatal);
   const push = (ids: ArrayLike<number>, generated: boolean, logprobs?: ArrayLike<number>) => {
     for (let k = 0; k < ids.length; k++) {
       tokens.push(ids[k] as number);
@@ -194,6 +236,14 @@ async function episode(
     return observed;
   };
   const policy = async (messages: AgentMessage[]): Promise<{ content: string; action: ParsedAction }> => {
+    if (fatal.aborted) throw new PolicyFailure(new Error('aborted: another episode failed'));
+    try {
+      return await respond(messages);
+    } catch (e) {
+      throw e instanceof PolicyFailure ? e : new PolicyFailure(e);
+    }
+  };
+  const respond = async (messages: AgentMessage[]): Promise<{ content: string; action: ParsedAction }> => {
     const g0 = performance.now();
     let append: Int32Array;
     if (session === null) {
@@ -222,29 +272,12 @@ async function episode(
     const response = ended ? g.tokens.slice(0, g.tokens.length - 1) : g.tokens;
     return text({ op: 'respond', tokens: response, format: o.format ?? 'command' });
   };
-  try {
-    const traj = await runEpisode({
-      task,
-      policy,
-      maxTurns: p.maxTurns,
-      format: o.format,
-      prompt: o.prompt,
-      sandbox: o.sandbox,
-      commandTimeoutMs: o.commandTimeoutMs,
-      maxObservationChars: o.maxObservationChars,
-      maskTimings: o.maskTimings ?? true,
-      signal: timeout.signal,
-      maxContext: p.maxContextTokens,
-      // The conversation's size in tokens: what the session holds plus the pending observation.
-      contextSize: async (messages) => tokens.length + (await observe(messages)).contextTokens,
-    });
-    const t1 = performance.now();
-    let resolved = false;
-    if (traj.patch.trim() !== '') {
-      const [ev] = await evaluatePatches([{ task, patch: traj.patch }]);
-      resolved = ev?.resolved ?? false;
-    }
-    const evaluateMs = performance.now() - t1;
+  const record = (
+    traj: { turns: { formatError: string | null; command: string | null; exitCode: number | null }[] },
+    rest: Pick<RolloutRecord, 'patch' | 'finishReason' | 'resolved' | 'reward'> & Partial<RolloutRecord>,
+    evaluateMs: number,
+    t1: number,
+  ): RolloutRecord => {
     const turns: RolloutTurn[] = traj.turns.map((t, k) => ({
       start: spans[k]?.start ?? tokens.length,
       end: spans[k]?.end ?? tokens.length,
@@ -260,14 +293,77 @@ async function episode(
       assistantMask: Uint8Array.from(gen),
       logprobs: Float32Array.from(lp),
       turns,
-      patch: traj.patch,
-      finishReason: traj.finishReason,
-      resolved,
-      reward: episodeReward(resolved, turns.length, p.maxTurns, o.turnPenaltyThreshold ?? 10),
+      ...rest,
       timings: { wallMs, generateMs, toolMs: t1 - t0 - generateMs, evaluateMs },
     };
+  };
+  try {
+    let traj: Awaited<ReturnType<typeof runEpisode>>;
+    try {
+      traj = await runEpisode({
+        task,
+        policy,
+        maxTurns: p.maxTurns,
+        format: o.format,
+        prompt: o.prompt,
+        sandbox: o.sandbox,
+        commandTimeoutMs: o.commandTimeoutMs,
+        maxObservationChars: o.maxObservationChars,
+        maskTimings: o.maskTimings ?? true,
+        signal: timeout.signal,
+        maxContext: p.maxContextTokens,
+        // The conversation's size in tokens: what the session holds plus the pending observation.
+        contextSize: async (messages) => tokens.length + (await observe(messages)).contextTokens,
+      });
+    } catch (e) {
+      if (e instanceof PolicyFailure) throw e;
+      // The sandbox or a command failed: not the policy's doing, so no reward either way.
+      const error = { code: e instanceof SwerlError ? e.code : 'INTERNAL', message: (e as Error).message ?? String(e) };
+      const t1 = performance.now();
+      return record({ turns: [] }, { patch: '', finishReason: 'timeout', resolved: false, reward: 0, error }, 0, t1);
+    }
+    if (fatal.aborted) throw new PolicyFailure(new Error('aborted: another episode failed'));
+    const t1 = performance.now();
+    let resolved = false;
+    let error: RolloutRecord['error'];
+    if (traj.patch.trim() !== '') {
+      const [ev] = await evaluatePatches(
+        [{ task, patch: traj.patch, options: evaluationOptions(o.sandbox) }],
+        o.evaluationRetries === undefined ? {} : { retries: o.evaluationRetries },
+      );
+      resolved = ev?.resolved ?? false;
+      if (ev?.outcome === 'error') error = ev.error ?? { code: 'INTERNAL', message: 'the evaluation failed' };
+    }
+    const evaluateMs = performance.now() - t1;
+    const turnCount = traj.turns.length;
+    return record(
+      traj,
+      {
+        patch: traj.patch,
+        finishReason: traj.finishReason,
+        resolved,
+        reward: error ? 0 : episodeReward(resolved, turnCount, p.maxTurns, o.turnPenaltyThreshold ?? 10),
+        ...(error ? { error } : {}),
+      },
+      evaluateMs,
+      t1,
+    );
   } finally {
     clearTimeout(timer);
+    fatal.removeEventListener('abort', onFatal);
     (session as SessionLike | null)?.close();
   }
+}
+
+/** The grader's sandbox for an episode's: Docker with the same image settings, else local. */
+function evaluationOptions(sandbox: RolloutOptions['sandbox']): EvaluateOptions {
+  if (sandbox && 'kind' in sandbox && sandbox.kind === 'docker')
+    return {
+      sandbox: 'docker',
+      docker: {
+        ...(sandbox.image === undefined ? {} : { image: sandbox.image }),
+        ...(sandbox.docker === undefined ? {} : { connection: sandbox.docker }),
+      },
+    };
+  return {};
 }

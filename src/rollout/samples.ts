@@ -18,7 +18,9 @@ export function lossMask(r: RolloutRecord, o: { maskFormatErrors?: boolean } = {
 
 /** RFT's data: the resolved trajectories, format-error turns masked. */
 export function rftSamples(records: RolloutRecord[], o: { maskFormatErrors?: boolean } = {}): TrainSample[] {
-  return records.filter((r) => r.resolved).map((r) => ({ tokens: r.tokens, lossMask: lossMask(r, o) }));
+  return records
+    .filter((r) => r.resolved && r.error === undefined)
+    .map((r) => ({ tokens: r.tokens, lossMask: lossMask(r, o) }));
 }
 
 /** How advantages are computed within a task's group of samples. */
@@ -49,6 +51,11 @@ export interface PolicyBatch {
    * maskFormatErrors): they carry no gradient, and a mini-batch of only such samples has no loss.
    */
   droppedUntrained: number;
+  /**
+   * Records left out because they could not be run or graded (`error`: the grader's or the
+   * sandbox's failure, not the policy's); a group of only such records counts as no group.
+   */
+  droppedErrors: number;
 }
 
 /** Group advantages of rewards (one group). */
@@ -79,8 +86,15 @@ export function policySamples(records: RolloutRecord[], o: PolicySampleOptions =
     droppedGroups: 0,
     droppedOverlong: 0,
     droppedUntrained: 0,
+    droppedErrors: 0,
   };
-  for (const group of byTask.values()) {
+  for (const all of byTask.values()) {
+    const group = all.filter((r) => r.error === undefined);
+    out.droppedErrors += all.length - group.length;
+    if (group.length === 0) {
+      out.groups--;
+      continue;
+    }
     let members = group;
     if (o.filterOverlong) {
       members = group.filter((r) => r.finishReason === 'submit');
