@@ -99,3 +99,158 @@ describe.skipIf(!hasParquet)('testSpec on the 500 rows of SWE-bench Verified', (
     expect(spec.command).toContain('command -v python || command -v python3');
   });
 });
+
+const SAMPLE = 'test_sample.py::';
+/** The outcomes the recorded pytest sample runs gave, in the ids' forms (full, and cut at a space as SWE-bench stores them). */
+const PYTEST_SAMPLE: [string, boolean | undefined][] = [
+  ['test_pass', true],
+  ['test_fail', false],
+  ['test_error', false],
+  ['test_skip', undefined],
+  ['test_xfail', true],
+  ['test_xpass', false],
+  ["test_param[ceci n'est pas une pipe]", true],
+  ['test_param[ceci', true],
+  ['test_param[a - b]', false],
+  ['test_param[a', false],
+  ['test_param[x]y]', true],
+  ['test_param[\\xb5g]', true],
+  ['test_param[$\\\\frac{1}{2}$]', true],
+  ['TestGroup::test_method[1]', true],
+  ['TestGroup::test_method[2]', false],
+  ['test_never_ran', undefined],
+];
+
+function expectOutcomes(got: Map<string, boolean>, want: [string, boolean | undefined][], what: string): void {
+  for (const [id, ok] of want) expect(got.get(id), `${what}: ${JSON.stringify(id)}`).toBe(ok);
+  expect(got.size, what).toBe(want.filter(([, ok]) => ok !== undefined).length);
+}
+
+describe('log parsers on recorded and reconstructed logs', () => {
+  it('pytest 7 and 9 (recorded) and 4.5 (reconstructed): every outcome, parametrized ids with spaces, cut ids', () => {
+    for (const name of ['pytest-7.log', 'pytest-9.log', 'pytest-4.log']) {
+      const want = PYTEST_SAMPLE.map(([id, ok]): [string, boolean | undefined] => [SAMPLE + id, ok]);
+      const got = parsePytestLog(fixture(name), [...want.map(([id]) => id), '[100%]']);
+      expectOutcomes(got, [...want, ['[100%]', true]], name);
+      // The progress marker passes only for a finished session.
+      const cut = fixture(name).split('short test summary info')[0] as string;
+      expect(parsePytestLog(cut, ['[100%]']).get('[100%]'), name).toBeUndefined();
+    }
+  });
+
+  it('pytest: colour codes, verbose `id STATUS` lines, and matplotlib MouseButton ids', () => {
+    const log = [
+      '\u001b[32mPASSED\u001b[0m a.py::t_green',
+      'a.py::t_verbose PASSED                                      [ 50%]',
+      'a.py::t_verbose_fail FAILED                                 [100%]',
+      'PASSED lib/t.py::test_press[MouseButton.LEFT]',
+    ].join('\n');
+    const ids = ['a.py::t_green', 'a.py::t_verbose', 'a.py::t_verbose_fail', 'lib/t.py::test_press[1]'];
+    expect([...parsePytestLog(log, ids, { mouseButtons: true })]).toEqual([
+      ['a.py::t_green', true],
+      ['a.py::t_verbose', true],
+      ['a.py::t_verbose_fail', false],
+      ['lib/t.py::test_press[1]', true],
+    ]);
+    expect(parsePytestLog(log, ids).has('lib/t.py::test_press[1]')).toBe(false);
+  });
+
+  it("the flask row's recorded runs: the test patch alone fails FAIL_TO_PASS only, the gold patch passes all 60", async () => {
+    const [task] = await loadTasks(join(data, 'pallets__flask-5014.jsonl'));
+    const spec = testSpec(task as SweTask);
+    const base = spec.parse(fixture('flask-5014-base.log'));
+    const gold = spec.parse(fixture('flask-5014-gold.log'));
+    const ids = taskIds(task as SweTask);
+    expect(ids).toHaveLength(60);
+    for (const id of ids) {
+      expect(gold.get(id), id).toBe(true);
+      expect(base.get(id), id).toBe(!(task as SweTask).FAIL_TO_PASS.includes(id));
+    }
+  });
+
+  it('Django under Python 3.6 (reconstructed): docstring ids, output before the outcome, subtests, skips', () => {
+    const got = parseDjangoLog(fixture('django-py36.log'), [
+      'test_ascii_validator (auth_tests.test_validators.UsernameValidatorsTests)',
+      'test_unicode_validator (auth_tests.test_validators.UsernameValidatorsTests)',
+      'Named URLs should be reversible',
+      'test_reverse (urlpatterns.tests.SimplifiedURLTests)',
+      'test_reverse (urlpatterns.tests.SimplifiedURLTests)\nNamed URLs should be reversible',
+      'DateTimeField.to_python() supports microseconds.',
+      'test_feature (model_fields.tests.BasicFieldTests)',
+      'test_known_bug (model_fields.tests.BasicFieldTests)',
+      'test_fixed_bug (model_fields.tests.BasicFieldTests)',
+      'test_prints (admin_scripts.tests.ManageRunserver)',
+      '--version is equivalent to version',
+      'test_subtests (utils_tests.test_http.URLEncodeTests)',
+      'test_after_subtests (utils_tests.test_http.URLEncodeTests)',
+      'test_no_migrations (migrations.test_commands.MigrateTests)',
+      'test_missing (auth_tests.test_validators.UsernameValidatorsTests)',
+    ]);
+    expect(Object.fromEntries(got)).toEqual({
+      'test_ascii_validator (auth_tests.test_validators.UsernameValidatorsTests)': true,
+      'test_unicode_validator (auth_tests.test_validators.UsernameValidatorsTests)': false,
+      'Named URLs should be reversible': true,
+      'test_reverse (urlpatterns.tests.SimplifiedURLTests)': true,
+      'test_reverse (urlpatterns.tests.SimplifiedURLTests)\nNamed URLs should be reversible': true,
+      'DateTimeField.to_python() supports microseconds.': false,
+      'test_feature (model_fields.tests.BasicFieldTests)': false,
+      'test_known_bug (model_fields.tests.BasicFieldTests)': true,
+      'test_fixed_bug (model_fields.tests.BasicFieldTests)': false,
+      'test_prints (admin_scripts.tests.ManageRunserver)': true,
+      '--version is equivalent to version': true,
+      'test_subtests (utils_tests.test_http.URLEncodeTests)': false,
+      'test_after_subtests (utils_tests.test_http.URLEncodeTests)': true,
+      'test_no_migrations (migrations.test_commands.MigrateTests)': true,
+    });
+  });
+
+  it('Django under Python 3.11 (reconstructed): `name (module.Class.name)` read as the dataset spells it', () => {
+    const c = 'forms_tests.tests.test_forms.FormsTestCase';
+    const got = parseDjangoLog(fixture('django-py311.log'), [
+      `test_empty_permitted (${c})`,
+      'BoundField.has_changed() reports changes on disabled fields.',
+      `test_has_changed (${c})`,
+      `test_label_suffix (${c})`,
+      `test_html_safe (${c})`,
+      `test_skip_me (${c})`,
+      'test_renderer (forms_tests.tests.test_forms.RendererTests.test_renderer)',
+    ]);
+    expect(Object.fromEntries(got)).toEqual({
+      [`test_empty_permitted (${c})`]: true,
+      'BoundField.has_changed() reports changes on disabled fields.': true,
+      [`test_has_changed (${c})`]: true,
+      [`test_label_suffix (${c})`]: false,
+      [`test_html_safe (${c})`]: false,
+      [`test_skip_me (${c})`]: false,
+      'test_renderer (forms_tests.tests.test_forms.RendererTests.test_renderer)': true,
+    });
+  });
+
+  it("sympy (reconstructed): ok, F, E, f, X, skips, a wrapped mark, printed output, the file's [OK]/[FAIL]", () => {
+    const got = parseSympyLog(fixture('sympy.log'), [
+      'test_point',
+      'test_point3D',
+      'test_Point2D',
+      'test_issue_9214',
+      'test_issue_11617',
+      'test_transform',
+      'test_object_from_equation_with_a_very_long_name_that_reaches_the_terminal_width',
+      'test_prints',
+      'test_needs_numpy',
+      'test_issue_12092',
+      'test_absent',
+    ]);
+    expect(Object.fromEntries(got)).toEqual({
+      test_point: true,
+      test_point3D: false,
+      test_Point2D: false,
+      test_issue_9214: true,
+      test_issue_11617: false,
+      test_transform: false,
+      test_object_from_equation_with_a_very_long_name_that_reaches_the_terminal_width: true,
+      test_prints: true,
+      test_needs_numpy: false,
+      test_issue_12092: true,
+    });
+  });
+});

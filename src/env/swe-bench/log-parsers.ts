@@ -143,6 +143,7 @@ export function parseDjangoLog(log: string, ids: readonly string[]): Map<string,
     return keys;
   };
   let pending: string[] | undefined;
+  let lastName: string | undefined;
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i] ?? '';
     const t = line.trim();
@@ -157,19 +158,29 @@ export function parseDjangoLog(log: string, ids: readonly string[]): Map<string,
       pending = undefined;
       continue;
     }
-    const at = line.indexOf(' ... ');
-    if (at >= 0) {
-      const desc = line.slice(0, at);
-      const prev = (lines[i - 1] ?? '').trim();
-      // The line before holds the test's name when this line's desc is its docstring.
-      const nameLine =
-        djangoCanonicalName(desc.trim()) === undefined && /^\w+ \([\w.]+\)$/.test(prev) ? prev : undefined;
-      const keys = keysOf(desc, nameLine);
-      const ok = djangoOutcome(line.slice(at + 5));
-      if (ok === undefined) pending = keys;
-      else {
-        for (const k of keys) record(seen, k, ok);
-        pending = undefined;
+    // A test's line: `desc ... outcome`. Before Python 3.11 a test whose subtests failed prints
+    // no outcome, so the next test's `desc ... ` follows on the same line.
+    const segs = (line.endsWith(' ...') ? `${line} ` : line).split(' ... ');
+    const wasName = lastName;
+    lastName = /^\w+ \([\w.]+\)$/.test((segs[segs.length - 1] ?? '').trim())
+      ? (segs[segs.length - 1] ?? '').trim()
+      : undefined;
+    if (segs.length > 1) {
+      const desc = segs[0] ?? '';
+      // The line before ended with the test's name when this line's desc is its docstring.
+      const nameLine = djangoCanonicalName(desc.trim()) === undefined ? wasName : undefined;
+      let keys = keysOf(desc, nameLine);
+      pending = undefined;
+      for (let k = 1; k < segs.length; k++) {
+        const seg = segs[k] ?? '';
+        const ok = djangoOutcome(seg);
+        if (ok !== undefined) {
+          for (const key of keys) record(seen, key, ok);
+          pending = undefined;
+        } else if (k < segs.length - 1 && /^\w+ \([\w.]+\)/.test(seg.trim())) {
+          // The test before left no outcome here (its FAIL:/ERROR: header tells); this one starts.
+          keys = keysOf(seg, undefined);
+        } else if (k === segs.length - 1) pending = keys;
       }
       continue;
     }
