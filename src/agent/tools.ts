@@ -199,6 +199,36 @@ show() {
   exit 0
 }
 
+# replace in a file with NUL bytes: the whole file in awk; prints "count at", writes F when it changes
+REPLACE_AWK='
+  BEGIN { ORS = ""; S = ENVIRON["S"]; R = ENVIRON["R"]; all = ENVIRON["ALL"] + 0; L = length(S) }
+  { t = (NR > 1 ? t "\n" : "") $0 }
+  END {
+    if (ENVIRON["NL"] + 0) t = t "\n"
+    rest = t; off = 0; count = 0; out = ""
+    while ((p = index(rest, S)) > 0) {
+      if (++count == 1) at = off + p
+      out = out substr(rest, 1, p - 1) R
+      off += p - 1 + L
+      rest = substr(rest, p + L)
+    }
+    out = out rest
+    pre = substr(t, 1, at - 1)
+    lines = 1 + gsub(/\n/, "", pre)
+    print count " " lines "\n"
+    if (count == 0 || (count > 1 && !all)) exit
+    if (!all) {
+      pre = substr(t, 1, at - 1); post = substr(t, at + L); x = ""
+      for (i = 1; i <= length(R); i++) {
+        c = substr(R, i, 1); d = substr(R, i + 1, 1)
+        if (c != "$" || i == length(R)) { x = x c; continue }
+        if (d == "$") x = x "$"; else if (d == "&") x = x S; else if (d == "\140") x = x pre; else if (d == "\047") x = x post; else { x = x c; continue }
+        i++
+      }
+      out = pre x post
+    }
+    print out > ENVIRON["F"]
+  }'
 UPDATED='File updated. Please review the changes and make sure they are correct (correct indentation, no duplicate lines, etc). Edit the file again if necessary.'
 `;
 
@@ -302,8 +332,24 @@ load
 needfile
 S=$1 R=$2
 [[ -d $FILE ]] && crash 'EISDIR: illegal operation on a directory, read'
+[[ -r $FILE ]] || crash "EACCES: permission denied, open '$FILE'"
 t=
-{ IFS= read -r -d '' t <"$FILE"; } 2>/dev/null
+if { IFS= read -r -d '' t <"$FILE"; } 2>/dev/null; then
+  # read stopped at a NUL byte, which no bash string holds: awk does it all
+  [[ -z $S ]] && crash 'replace with an empty search string in a file with NUL bytes is not supported'
+  nl=$(tail -c 1 -- "$FILE" | wc -l)
+  res=$(NL=$nl S=$S R=$R ALL=$all F=$FILE awk "$REPLACE_AWK" "$FILE")
+  count=@{res% *} at=@{res#* }
+  if ((count == 0)); then
+    json "$S"
+    fail "Error: $REPLY not found in the open file"
+  fi
+  ((count > 1 && !all)) && fail "Error: $count matches; use --replace-all or a longer search string"
+  printf '%s\n' "$UPDATED"
+  first=$((at - W / 2))
+  ((first < 1)) && first=1
+  show "$FILE" "$first"
+fi
 if [[ -z $S ]]; then
   # ''.split('') counts UTF-16 units: a non-continuation byte is one, a 4-byte lead one more
   x=@{t//[$'\x80'-$'\xbf']/}
@@ -319,12 +365,29 @@ if ((count == 0)); then
 fi
 ((count > 1 && !all)) && fail "Error: $count matches; use --replace-all or a longer search string"
 pre=@{t%%"$S"*}
+written=0
 if ((all)) && [[ -n $S ]]; then
   new=@{t//"$S"/"$R"}
 elif ((all)); then
-  # ''.split('').join(R): '' for an empty file; splitting characters apart is not reproduced
-  ((count < 1)) || crash 'replace --replace-all with an empty search string is not supported'
-  new=
+  # ''.split('').join(R): R between UTF-16 units; a split surrogate pair is written as two U+FFFD
+  nl=0
+  [[ $t == *$'\n' ]] && nl=1
+  R=$R awk -v nl="$nl" '
+    BEGIN { ORS = ""; for (i = 128; i < 192; i++) C = C sprintf("%c", i); for (i = 240; i < 248; i++) A = A sprintf("%c", i); R = ENVIRON["R"] }
+    function unit(u) { if (started) print R; print u; started = 1 }
+    {
+      if (NR > 1) unit("\n")
+      n = length($0)
+      for (i = 1; i <= n; i = j) {
+        c = substr($0, i, 1)
+        for (j = i + 1; j <= n && index(C, substr($0, j, 1)); j++);
+        if (index(A, c)) { unit("\357\277\275"); unit("\357\277\275") } else unit(substr($0, i, j - i))
+      }
+    }
+    END { if (nl) unit("\n") }' "$FILE" >"$SWERL_WS/.swerl/replace.$$"
+  { cat -- "$SWERL_WS/.swerl/replace.$$" >"$FILE"; } 2>/dev/null
+  rm -f -- "$SWERL_WS/.swerl/replace.$$"
+  written=1
 else
   # String.prototype.replace: $$, $&, $\` and $' in the replacement
   post=@{t:@{#pre}+@{#S}}
@@ -342,7 +405,7 @@ else
   done
   new=$pre$X$r$post
 fi
-{ printf '%s' "$new" >"$FILE"; } 2>/dev/null || crash "EACCES: permission denied, open '$FILE'"
+((written)) || { printf '%s' "$new" >"$FILE"; } 2>/dev/null || crash "EACCES: permission denied, open '$FILE'"
 x=@{pre//$'\n'/}
 at=$((@{#pre} - @{#x} + 1))
 printf '%s\n' "$UPDATED"
