@@ -22,6 +22,7 @@ import { EVAL_DIR, runNodeTests } from './node-tests.js';
 import { protectedPathsIn } from './protected-paths.js';
 import { LocalSandbox } from './sandbox.js';
 import type { Sandbox } from './sandbox-api.js';
+import { shellQuote, testSpec } from './swe-bench/test-spec.js';
 import type { SweTask } from './tasks.js';
 
 /** Options of {@link evaluatePatch}. */
@@ -234,28 +235,16 @@ function gradingError(task: SweTask, e: unknown, log: string[], code?: string): 
   };
 }
 
-function shellQuote(s: string): string {
-  return `'${s.replace(/'/g, `'\\''`)}'`;
-}
-
-/** pytest over the test files the ids name; `-rA` prints `PASSED id` / `FAILED id` / `ERROR id`. */
+/**
+ * The task's repository family's test command (testSpec: pytest, Django's runtests.py, sympy's
+ * bin/test), over only what the ids name, and its log parser. A task no family can run is a
+ * grading error (INVALID_TASK), never a run over the whole repository.
+ */
 async function runSweBenchTests(sb: Sandbox, task: SweTask) {
-  const ids = [...task.FAIL_TO_PASS, ...task.PASS_TO_PASS];
-  const files = [...new Set(ids.filter((id) => id.includes('::')).map((id) => id.slice(0, id.indexOf('::'))))];
-  const quoted = files.map(shellQuote).join(' ');
-  const run = await sb.exec(
-    `{ [ -f /opt/miniconda3/bin/activate ] && . /opt/miniconda3/bin/activate testbed; } >/dev/null 2>&1; python -m pytest -rA -p no:cacheprovider --no-header -q ${quoted}`,
-  );
-  const log = `$ pytest ${files.join(' ')}\n${run.output}${run.timedOut ? '\n[timed out]' : ''}`;
-  const seen = new Map<string, boolean>();
-  for (const line of run.output.split('\n')) {
-    const m = /^(PASSED|FAILED|ERROR|XFAIL|XPASS|SKIPPED)\s+(\S+(?:\[[^\]]*\])?)/.exec(line);
-    if (!m) continue;
-    const ok = m[1] === 'PASSED' || m[1] === 'XFAIL';
-    const id = m[2] ?? '';
-    seen.set(id, (seen.get(id) ?? true) && ok);
-  }
-  return { seen, run, log };
+  const spec = testSpec(task);
+  const run = await sb.exec(spec.command);
+  const log = `$ ${spec.family}: ${spec.command}\n${run.output}${run.timedOut ? '\n[timed out]' : ''}`;
+  return { seen: spec.parse(run.output), run, log };
 }
 
 function failAll(task: SweTask): Record<string, 'pass' | 'fail'> {
