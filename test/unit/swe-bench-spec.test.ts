@@ -7,14 +7,14 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parseDjangoLog, parsePytestLog, parseSympyLog } from '../../src/env/swe-bench/log-parsers.js';
 import { djangoTargets, patchedFiles, pytestFiles, sympyFiles, taskIds } from '../../src/env/swe-bench/targets.js';
-import { shellQuote, testSpec } from '../../src/env/swe-bench/test-spec.js';
+import { shellQuote, type TestSpec, testSpec } from '../../src/env/swe-bench/test-spec.js';
 import { loadTasks, type SweTask } from '../../src/env/tasks.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -252,5 +252,255 @@ describe('log parsers on recorded and reconstructed logs', () => {
       test_needs_numpy: false,
       test_issue_12092: true,
     });
+  });
+});
+
+/** A log in the family's format in which every id passes, or `failing` fails. */
+function syntheticLog(family: string, ids: string[], failing: string | undefined, salt: string): string {
+  const lines: string[] = [];
+  if (family === 'pytest') {
+    lines.push('============================= test session starts ==============================');
+    for (const id of ids) {
+      if (id === '[100%]') continue;
+      // An id SWE-bench cut at a space stands for a longer one in the log.
+      const open = (id.match(/\[/g) ?? []).length - (id.match(/\]/g) ?? []).length;
+      const logId = open > 0 ? `${id} and more]` : id;
+      lines.push(id === failing ? `FAILED ${logId} - AssertionError: synthetic` : `PASSED ${logId}`);
+    }
+    lines.push(`======================= ${ids.length} passed in 1.23s =======================`);
+  } else if (family === 'django') {
+    ids.forEach((id, i) => {
+      const outcome = id === failing ? 'FAIL' : 'ok';
+      const m = /^(\w+) \(([\w.]+)\)$/.exec(id);
+      // Some lines in Python 3.11's form, by a hash of the row and the id.
+      const py311 = (sha(salt + id).charCodeAt(0) & 1) === 1;
+      if (m) lines.push(`${py311 ? `${m[1]} (${m[2]}.${m[1]})` : id} ... ${outcome}`);
+      else lines.push(`test_doc_${i} (synthetic.tests.DocTests)`, `${id} ... ${outcome}`);
+    });
+  } else {
+    lines.push(`sympy/synthetic/tests/test_synthetic.py[${ids.length}] `);
+    for (const id of ids) lines.push(`${id} ${id === failing ? 'F' : 'ok'}`);
+  }
+  return lines.join('\n');
+}
+
+describe.skipIf(!hasParquet)('parsers on rows picked by a fixed hash (cases not seen while writing them)', () => {
+  it('read a synthetic log of each picked row exactly: all passing, then one failing', () => {
+    // Rows whose sha256(instance_id) starts with a byte divisible by 8: about one in eight.
+    const picked = verified.filter((t) => Number.parseInt(sha(t.instance_id).slice(0, 2), 16) % 8 === 0);
+    const perFamily: Record<string, number> = {};
+    for (const task of picked) {
+      const spec = testSpec(task);
+      perFamily[spec.family] = (perFamily[spec.family] ?? 0) + 1;
+      const ids = taskIds(task);
+      const all = spec.parse(syntheticLog(spec.family, ids, undefined, task.instance_id));
+      expect(
+        ids.filter((id) => all.get(id) !== true),
+        `${task.instance_id}: ids not read as passed`,
+      ).toEqual([]);
+      const candidates = ids.filter((id) => id !== '[100%]');
+      const failing = candidates[Number.parseInt(sha(task.instance_id).slice(2, 10), 16) % candidates.length] as string;
+      const one = spec.parse(syntheticLog(spec.family, ids, failing, task.instance_id));
+      expect(
+        ids.filter((id) => one.get(id) !== (id !== failing)),
+        `${task.instance_id}: with ${JSON.stringify(failing)} failing`,
+      ).toEqual([]);
+    }
+    console.log(`hash-picked rows: ${picked.length}`, perFamily);
+    expect(picked.length).toBeGreaterThan(40);
+  });
+});
+
+/** A bin folder holding only python3 (no `python`) and the tools the commands use. */
+function python3OnlyPath(dir: string): string | undefined {
+  const bin = join(dir, 'bin-python3-only');
+  mkdirSync(bin);
+  for (const tool of ['bash', 'python3', 'grep', 'sed', 'sort', 'tr', 'cat']) {
+    // python3 may be a version manager's shim: link the interpreter itself.
+    const find = tool === 'python3' ? 'python3 -c "import sys; print(sys.executable)"' : `command -v ${tool}`;
+    const where = spawnSync('bash', ['-c', find], { encoding: 'utf8' }).stdout.trim();
+    if (where === '') return undefined;
+    symlinkSync(where, join(bin, tool));
+  }
+  return bin;
+}
+
+const ARGV_STUB = 'import sys\nprint("ARGV", sys.argv[1:])\n';
+
+/** Runs a spec's command with bash in `cwd` with only python3 on PATH. */
+function runCommand(spec: TestSpec, cwd: string, path: string): { status: number | null; out: string } {
+  const r = spawnSync(join(path, 'bash'), ['-c', spec.command], {
+    cwd,
+    env: { PATH: path, HOME: cwd },
+    encoding: 'utf8',
+  });
+  return { status: r.status, out: `${r.stdout}${r.stderr}` };
+}
+
+const task = (o: Partial<SweTask>): SweTask => ({
+  instance_id: 'org__repo-1',
+  repo: 'org/repo',
+  problem_statement: 'p',
+  patch: '',
+  test_patch: '',
+  FAIL_TO_PASS: [],
+  PASS_TO_PASS: [],
+  ...o,
+});
+
+describe('the commands, run by bash with stand-in runners that print their arguments', () => {
+  it('pass exactly the targets, quoted, and find python3 when python is missing', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'swerl-spec-'));
+    try {
+      const path = python3OnlyPath(dir);
+      if (path === undefined) {
+        console.warn('command tests skipped: python3, grep or sed is not on PATH');
+        return;
+      }
+      const bed = join(dir, 'testbed');
+      mkdirSync(join(bed, 'tests', 'auth_tests'), { recursive: true });
+      mkdirSync(join(bed, 'tests', 'urlpatterns'), { recursive: true });
+      mkdirSync(join(bed, 'bin'));
+      mkdirSync(join(bed, 'pytest'));
+      writeFileSync(join(bed, 'tests', 'runtests.py'), ARGV_STUB);
+      writeFileSync(join(bed, 'bin', 'test'), ARGV_STUB);
+      writeFileSync(join(bed, 'pytest', '__init__.py'), '');
+      writeFileSync(join(bed, 'pytest', '__main__.py'), ARGV_STUB);
+      writeFileSync(
+        join(bed, 'tests', 'urlpatterns', 'tests.py'),
+        'class SimplifiedURLTests:\n    def test_reverse(self):\n        """\n        Named URLs should be reversible\n        """\n',
+      );
+      writeFileSync(join(bed, 'tests', 'auth_tests', 'models.py'), '"""Named URLs should be reversible"""\n');
+      writeFileSync(
+        join(bed, 'tests', 'auth_tests', 'test_misc.py'),
+        'def test_x():\n    """joe\'s password isn\'t shown"""\n',
+      );
+
+      const pytest = testSpec(
+        task({
+          FAIL_TO_PASS: ["tests/it's here.py::test_a[x y]", 'tests/b.py::T::test_b'],
+          PASS_TO_PASS: ['tests/b.py::T::test_c'],
+        }),
+      );
+      const p = runCommand(pytest, bed, path);
+      expect(p.out).toContain(
+        `ARGV ['-rfEsxXp', '-p', 'no:cacheprovider', '--tb=short', '--color=no', "tests/it's here.py", 'tests/b.py']`,
+      );
+
+      const django = testSpec(
+        task({
+          repo: 'django/django',
+          version: '3.2',
+          test_patch: 'diff --git a/tests/validators/valid_urls.txt b/tests/validators/valid_urls.txt\n',
+          FAIL_TO_PASS: [
+            'test_a (auth_tests.test_validators.UsernameValidatorsTests)',
+            'Named URLs should be reversible',
+          ],
+          PASS_TO_PASS: ["joe's password isn't shown", 'A docstring found nowhere'],
+        }),
+      );
+      const d = runCommand(django, bed, path);
+      expect(d.status).toBe(0);
+      // models.py holds the text too but is not a test module; the docstring found nowhere adds nothing.
+      expect(d.out).toContain(
+        "ARGV ['--verbosity', '2', '--settings=test_sqlite', '--parallel', '1', 'auth_tests.test_validators.UsernameValidatorsTests', 'auth_tests.test_misc', 'urlpatterns.tests']",
+      );
+
+      const nothing = testSpec(task({ repo: 'django/django', FAIL_TO_PASS: ['A docstring found nowhere'] }));
+      const n = runCommand(nothing, bed, path);
+      expect(n.status).toBe(2);
+      expect(n.out).toContain('no Django test label to run');
+      expect(n.out).not.toContain('ARGV');
+
+      const sympy = testSpec(
+        task({
+          repo: 'sympy/sympy',
+          test_patch:
+            'diff --git a/sympy/core/tests/test_basic.py b/sympy/core/tests/test_basic.py\n--- a/x\n+++ b/sympy/core/tests/test_basic.py\n' +
+            'diff --git a/sympy/core/basic.py b/sympy/core/basic.py\n' +
+            'diff --git a/sympy/core/tests/test_old.py b/sympy/core/tests/test_old.py\ndeleted file mode 100644\n--- a/sympy/core/tests/test_old.py\n+++ /dev/null\n',
+          FAIL_TO_PASS: ['test_foo'],
+        }),
+      );
+      expect(runCommand(sympy, bed, path).out).toContain("ARGV ['-C', '--verbose', 'sympy/core/tests/test_basic.py']");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** A PATH whose python3 (Debian's in /usr/bin, else the ambient one) has pytest and Flask 2.3's dependencies (Werkzeug < 3). */
+function flaskPython(): string | undefined {
+  const probe =
+    "import sys, importlib.metadata as m, pytest, werkzeug, jinja2, itsdangerous, click, blinker; sys.exit(int(m.version('werkzeug').split('.')[0]) >= 3)";
+  for (const path of ['/usr/bin:/bin', process.env.PATH ?? '']) {
+    const r = spawnSync('python3', ['-c', probe], {
+      env: { PATH: path },
+    });
+    if (r.status === 0) return path;
+  }
+  return undefined;
+}
+
+describe("the flask row's command on its real testbed", () => {
+  const tgz = join(data, 'pallets__flask-5014.testbed.tgz');
+  const path = existsSync(tgz) ? flaskPython() : undefined;
+  if (path === undefined)
+    console.warn(
+      `flask testbed run skipped: ${existsSync(tgz) ? 'no python3 with pytest and Flask 2.3 deps (apt-get install python3-pytest python3-werkzeug python3-jinja2 python3-itsdangerous python3-click python3-blinker)' : `${tgz} is missing`}`,
+    );
+  it.skipIf(path === undefined)(
+    'fails FAIL_TO_PASS with the test patch alone and passes all 60 with the gold patch',
+    async () => {
+      const [t] = (await loadTasks(join(data, 'pallets__flask-5014.jsonl'))) as [SweTask];
+      const spec = testSpec(t);
+      const dir = mkdtempSync(join(tmpdir(), 'swerl-flask-'));
+      try {
+        const sh = (cmd: string, input?: string) =>
+          spawnSync('bash', ['-c', cmd], {
+            cwd: join(dir, 'testbed'),
+            input,
+            encoding: 'utf8',
+            env: { PATH: path as string, HOME: dir, PYTHONPATH: 'src' },
+          });
+        expect(spawnSync('tar', ['-xzf', tgz, '-C', dir]).status).toBe(0);
+        expect(sh('git apply', t.test_patch).status).toBe(0);
+        const base = spec.parse(sh(spec.command).stdout);
+        expect(sh('git apply', t.patch).status).toBe(0);
+        const gold = spec.parse(sh(spec.command).stdout);
+        for (const id of taskIds(t)) {
+          expect(gold.get(id), id).toBe(true);
+          expect(base.get(id), id).toBe(!t.FAIL_TO_PASS.includes(id));
+        }
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
+});
+
+describe('refusals', () => {
+  it('INVALID_TASK, naming the instance, instead of a command that runs the whole repository', () => {
+    const cases: [Partial<SweTask>, RegExp][] = [
+      [{ FAIL_TO_PASS: ['test_foo (m.C)'] }, /org__repo-1: 1 test id\(s\) are not pytest node ids/],
+      [{ FAIL_TO_PASS: ['[100%]'] }, /org__repo-1: no test id names a test file/],
+      [{ repo: 'sympy/sympy', FAIL_TO_PASS: ['test_foo'] }, /org__repo-1: the test patch writes no test_\*\.py file/],
+      [{ repo: 'sympy/sympy', FAIL_TO_PASS: ['a/b.py::test_foo'] }, /are not sympy test function names/],
+      [{ FAIL_TO_PASS: ['--all'] }, /not pytest node ids/],
+      [
+        { FAIL_TO_PASS: ['t.go::TestX'], metadata: { install_config: { log_parser: 'parse_log_gotest' } } },
+        /log parser 'parse_log_gotest'/,
+      ],
+    ];
+    for (const [o, message] of cases)
+      expect(() => testSpec(task(o)), String(message)).toThrow(
+        expect.objectContaining({ code: 'INVALID_TASK', message: expect.stringMatching(message) }),
+      );
+    // SWE-rebench's parser names choose the family for other repositories.
+    expect(
+      testSpec(
+        task({ FAIL_TO_PASS: ['test_a (m.C)'], metadata: { install_config: { log_parser: 'parse_log_django' } } }),
+      ).family,
+    ).toBe('django');
   });
 });

@@ -35,7 +35,7 @@ export function patchedFiles(patch: string): string[] {
 
 /** A pytest node id (`path.py::name...`) or a bare test file (`path.py`). */
 export function isPytestId(id: string): boolean {
-  return /^[^\s:[\]]+\.py(?:::.+)?$/.test(id);
+  return /^[^:[\]\n]+\.py(?:::[\s\S]+)?$/.test(id);
 }
 
 /** pytest: the files the ids name (`path.py` of `path.py::Class::test[param]`). */
