@@ -3,9 +3,11 @@
  * with test lists as arrays or as the JSON-encoded strings the datasets ship; errors that name
  * the row, the instance and the field; the paper's patch-size filter.
  */
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { filterTasksByPatch, loadTasks, patchSize, type SweTask } from '../../src/index.js';
@@ -133,6 +135,77 @@ describe('loadTasks', () => {
     await expect(loadTasks(join(dir, 'missing.json'))).rejects.toMatchObject({ code: 'IO_ERROR' });
     await writeFile(join(dir, 'x.csv'), 'a,b');
     await expect(loadTasks(join(dir, 'x.csv'))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+  });
+});
+
+const verified = join(
+  dirname(fileURLToPath(import.meta.url)),
+  '..',
+  '..',
+  '..',
+  'shared',
+  'data',
+  'swe-bench',
+  'swe-bench-verified-test.parquet',
+);
+
+describe('fields kept for filtering', () => {
+  it.skipIf(!existsSync(verified))(
+    "keeps SWE-bench Verified's version, setup commit, date, hints and difficulty",
+    async () => {
+      const tasks = await loadTasks(verified);
+      expect(tasks).toHaveLength(500);
+      const t = tasks.find((x) => x.instance_id === 'astropy__astropy-12907') as SweTask;
+      expect(t.version).toBe('4.3');
+      expect(t.environment_setup_commit).toBe('298ccb478e6bf092953bca67a3d29dc6c35f6752');
+      expect(t.created_at).toBe('2022-03-03T15:14:54Z');
+      expect(t.difficulty).toBe('15 min - 1 hour');
+      expect(typeof t.hints_text).toBe('string');
+      expect(tasks.every((x) => typeof x.version === 'string' && x.version !== '')).toBe(true);
+      // The 13 columns are all known: nothing left over.
+      expect(tasks.filter((x) => x.metadata !== undefined)).toHaveLength(0);
+    },
+  );
+
+  it("keeps every unknown field (SWE-rebench's install_config, meta, image names) through a .jsonl round trip", async () => {
+    const row = {
+      ...hfRows()[0],
+      version: 3.2,
+      created_at: '2024-01-02T03:04:05Z',
+      install_config: { python: '3.9', test_cmd: 'pytest -rA', log_parser: 'parse_log_pytest' },
+      meta: { has_test_patch: true, num_modified_files: 2 },
+      image_name: 'swerebench/sweb.eval.x86_64.org_1776_lib-1',
+      license_name: 'MIT',
+    };
+    await writeFile(join(dir, 'rebench.jsonl'), `${JSON.stringify(row)}\n`);
+    const [t] = (await loadTasks(join(dir, 'rebench.jsonl'))) as [SweTask];
+    expect(t.version).toBe('3.2');
+    expect(t.image).toBe('swerebench/sweb.eval.x86_64.org_1776_lib-1');
+    expect(t.metadata).toEqual({
+      install_config: row.install_config,
+      meta: row.meta,
+      image_name: row.image_name,
+      license_name: 'MIT',
+    });
+    // Written out as JSON and read again: the same task.
+    await writeFile(join(dir, 'again.jsonl'), `${JSON.stringify(t)}\n`);
+    expect(await loadTasks(join(dir, 'again.jsonl'))).toEqual([t]);
+    // docker_image maps to image as well; a descriptive field of the wrong type is refused.
+    const [d] = await loadTasks(
+      await (async () => {
+        await writeFile(
+          join(dir, 'd.jsonl'),
+          `${JSON.stringify({ ...row, image_name: undefined, docker_image: 'x/y:1' })}\n`,
+        );
+        return join(dir, 'd.jsonl');
+      })(),
+    );
+    expect(d?.image).toBe('x/y:1');
+    await writeFile(join(dir, 'bad.jsonl'), `${JSON.stringify({ ...row, difficulty: { hard: true } })}\n`);
+    await expect(loadTasks(join(dir, 'bad.jsonl'))).rejects.toMatchObject({
+      code: 'INVALID_TASK',
+      message: expect.stringMatching(/bad\.jsonl:1 \(org__lib-1\): field 'difficulty' must be a string/),
+    });
   });
 });
 
