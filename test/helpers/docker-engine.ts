@@ -11,20 +11,21 @@ import { dockerAvailable } from '../../src/index.js';
 /**
  * Whether the tests named `what` can run here: an engine answers, `images` exist in it and
  * `files` exist on disk. Prints why not (and returns false), or throws under SWERL_REQUIRE_DOCKER=1.
+ * `imageHint` says how to get a missing image.
  */
 export async function dockerTestsCanRun(
   what: string,
-  o: { images?: string[]; files?: string[]; hint?: string } = {},
+  o: { images?: string[]; files?: string[]; imageHint?: string } = {},
 ): Promise<boolean> {
-  const reason = await whyNot(o.images ?? [], o.files ?? []);
+  const reason = await whyNot(o.images ?? [], o.files ?? [], o.imageHint);
   if (reason === null) return true;
-  const message = `${what}: ${reason}${o.hint ? ` (${o.hint})` : ''}`;
+  const message = `${what}: ${reason}`;
   if (process.env.SWERL_REQUIRE_DOCKER === '1') throw new Error(`SWERL_REQUIRE_DOCKER=1, but ${message}`);
   console.warn(`${message}: skipped`);
   return false;
 }
 
-async function whyNot(images: string[], files: string[]): Promise<string | null> {
+async function whyNot(images: string[], files: string[], imageHint?: string): Promise<string | null> {
   for (const f of files) if (!existsSync(f)) return `${f} is missing`;
   if (!(await dockerAvailable()))
     return 'no Docker engine is reachable (scripts/start-dockerd.sh DIR, then export DOCKER_HOST)';
@@ -33,7 +34,7 @@ async function whyNot(images: string[], files: string[]): Promise<string | null>
     try {
       await docker.getImage(image).inspect();
     } catch {
-      return `the engine has no image ${image}`;
+      return `the engine has no image ${image}${imageHint ? ` (${imageHint})` : ''}`;
     }
   }
   return null;

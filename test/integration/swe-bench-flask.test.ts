@@ -29,7 +29,7 @@ const F2P = 'tests/test_blueprints.py::test_empty_name_not_allowed';
 const canRun = await dockerTestsCanRun('SWE-bench flask tests', {
   files: [TASKS],
   images: [IMAGE],
-  hint: 'scripts/swe-bench-image.sh builds the image',
+  imageHint: 'scripts/swe-bench-image.sh builds it',
 });
 const task: SweTask = canRun ? ((await loadTasks(TASKS))[0] as SweTask) : ({} as SweTask);
 
