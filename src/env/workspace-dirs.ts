@@ -1,6 +1,7 @@
 /**
  * The life of LocalSandbox's directories outside the sandbox object: their names carry the owning
- * process's pid (`swerl-ws-<pid>-XXXXXX`, `swerl-meta-<pid>-XXXXXX`), so that
+ * process's pid (`swerl-ws-<pid>-XXXXXX`, `swerl-meta-<pid>-XXXXXX`, and `swerl-etc-<pid>-XXXXXX`,
+ * the copy of /etc its sandboxes see), so that
  * - a process that exits (normally, by process.exit, or by an uncaught error) removes every
  *   workspace it still holds, its worker threads' included, in an 'exit' hook;
  * - a process killed outright (SIGKILL, the OOM killer), whose hook never ran, leaves directories
@@ -17,10 +18,13 @@ import { isMainThread } from 'node:worker_threads';
 import { processEnded } from './process-state.js';
 import { spawnRelayed, stopRelayedSync } from './spawn-relay.js';
 
-const OWNED = /^swerl-(?:ws|meta)-(\d+)-[A-Za-z0-9]{6}$/;
+const OWNED = /^swerl-(?:ws|meta|etc)-(\d+)-[A-Za-z0-9]{6}$/;
 
-/** The mkdtemp prefix of this process's workspaces ('ws') and git metadata ('meta'). */
-export function workspacePrefix(kind: 'ws' | 'meta'): string {
+/**
+ * The mkdtemp prefix of this process's workspaces ('ws'), git metadata ('meta'), and the copy of
+ * /etc its sandboxes see ('etc').
+ */
+export function workspacePrefix(kind: 'ws' | 'meta' | 'etc'): string {
   return `swerl-${kind}-${process.pid}-`;
 }
 

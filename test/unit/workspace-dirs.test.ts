@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { isolationAvailable, LocalSandbox } from '../../src/index.js';
+import { defaultSandboxDir, isolationAvailable, LocalSandbox } from '../../src/index.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
@@ -58,17 +58,19 @@ describe.skipIf(!canSandbox)('sandbox workspaces outside the sandbox objects', (
       void a.exec('sleep ${marker}');
       void b.exec('sleep ${marker}');
       await new Promise((r) => setTimeout(r, 500));
-      console.log(JSON.stringify({ a: a.root, b: b.root, capped: a.diskCapMiB }));
+      console.log(JSON.stringify({ a: a.root, b: b.root, capped: a.diskCapMiB, pid: process.pid }));
       throw new Error('an uncaught error, with both sandboxes open');`;
       try {
         const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
         expect(r.status, r.stderr).toBe(1);
         expect(r.stderr).toContain('an uncaught error');
-        const roots = JSON.parse(r.stdout) as { a: string; b: string; capped: number | null };
+        const roots = JSON.parse(r.stdout) as { a: string; b: string; capped: number | null; pid: number };
         expect(roots.a.startsWith(dir) && roots.b.startsWith(dir)).toBe(true);
         if (base === shm && isRoot) expect(roots.capped).toBe(1024); // their own tmpfs, now unmounted
         expect(mountsUnder(dir)).toEqual([]);
         expect(readdirSync(dir)).toEqual([]); // both workspaces and both metadata folders
+        // ... and the copy of /etc its sandboxes saw, made where workspaces go by default.
+        expect(readdirSync(defaultSandboxDir()).filter((n) => n.startsWith(`swerl-etc-${roots.pid}-`))).toEqual([]);
         // The commands die with the sandbox's PID namespace, which the kernel tears down shortly.
         for (let waited = 0; processesWith(`sleep ${marker}`) > 0; waited += 100) {
           expect(waited, 'a sandboxed command outlived its process').toBeLessThan(10_000);
