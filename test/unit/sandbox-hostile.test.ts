@@ -133,6 +133,17 @@ for (const kind of ['bwrap', 'unshare'] as const) {
       for (const c of comms) expect(['bwrap', 'bash', 'ps']).toContain(c.trim());
     });
 
+    it("sees only the /etc entries commands need, read-only, and no resolv.conf's content offline", async () => {
+      const r = await sb.exec(
+        'ls /etc; test -e /etc/shadow && echo SHADOW; test -e /etc/gitconfig && echo GITCONFIG; test -e /etc/ssl/private && echo PRIVATE; wc -c < /etc/resolv.conf; touch /etc/passwd /usr/x 2>&1 | head -1',
+      );
+      expect(r.output).toContain('passwd');
+      expect(r.output).toContain('ld.so.cache');
+      expect(r.output).not.toMatch(/SHADOW|GITCONFIG|PRIVATE/);
+      expect(r.output).toMatch(/^0$/m);
+      expect(r.output).toMatch(/Read-only file system|Permission denied/);
+    });
+
     it('its workspace is private to it: mode 0700, owned by its uid', () => {
       const st = statSync(sb.root);
       expect(st.mode & 0o777).toBe(0o700);

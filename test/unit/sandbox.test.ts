@@ -277,6 +277,7 @@ describe.skipIf(!hasUnshare)('LocalSandbox (unshare)', () => {
     try {
       const r = await sb.exec('cat /proc/self/uid_map | head -1; (echo > /dev/tcp/1.1.1.1/80) 2>&1 | head -1; echo ok');
       expect(r.output).toContain('ok');
+      expect(sb.workdir).toBe('/project'); // the same private view as under bwrap
       expect(r.output).not.toMatch(/^\s*0\s+0\s+4294967295/m); // not the host's root mapping
     } finally {
       await sb.close();
@@ -290,6 +291,10 @@ describe('LocalSandbox options', () => {
       code: 'INVALID_ARGUMENT',
     });
     await expect(LocalSandbox.create({ timeoutMs: -1 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(LocalSandbox.create({ diskMiB: 0 })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(LocalSandbox.create({ diskMiB: '1g' as unknown as number })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
     await expect(LocalSandbox.create({ files: { '../x': 'y' } })).rejects.toMatchObject({ code: 'PATH_ESCAPE' });
   });
 });
