@@ -31,6 +31,7 @@ const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 describe.skipIf(!hasParquet)('testSpec on the 500 rows of SWE-bench Verified', () => {
   it('gives every row a command that runs only, and all of, what its ids name', () => {
     const perFamily: Record<string, number> = {};
+    const commands: string[] = [];
     const docstringRows = new Set<string>();
     let longest = 0;
     for (const task of verified) {
@@ -81,6 +82,7 @@ describe.skipIf(!hasParquet)('testSpec on the 500 rows of SWE-bench Verified', (
         }
       }
       longest = Math.max(longest, spec.command.length);
+      commands.push(spec.command);
     }
     console.log(
       'SWE-bench Verified rows per family:',
@@ -88,6 +90,10 @@ describe.skipIf(!hasParquet)('testSpec on the 500 rows of SWE-bench Verified', (
       `; Django rows with docstring ids: ${docstringRows.size}; longest command: ${longest} chars`,
     );
     expect(perFamily).toEqual({ pytest: 194, django: 231, sympy: 75 });
+    // Every command is valid bash (parsed, not run), one per line.
+    const syntax = spawnSync('bash', ['-n'], { input: commands.join('\n'), encoding: 'utf8' });
+    expect(syntax.stderr).toBe('');
+    expect(syntax.status).toBe(0);
   });
 
   it("runs the flask row's one test file with pytest, under python or python3", () => {
