@@ -4,6 +4,7 @@
  */
 
 export {
+  type EpisodeDockerOptions,
   type EpisodeOptions,
   episodeReward,
   type Policy,
@@ -35,9 +36,22 @@ export {
   Session,
 } from './engine/engine.js';
 export { RemoteEngine, type RemoteEngineOptions, RemoteSession } from './engine/remote.js';
-export { DockerSandbox, type DockerSandboxOptions, dockerAvailable } from './env/docker-sandbox.js';
-export { type EvaluateOptions, type Evaluation, evaluatePatch, runAllTests, sweBenchImage } from './env/evaluate.js';
-export { closeEvaluationPool, type EvaluationJob, evaluatePatches } from './env/evaluate-pool.js';
+export { type DockerMount, DockerSandbox, type DockerSandboxOptions, dockerAvailable } from './env/docker-sandbox.js';
+export {
+  type EvaluateOptions,
+  type Evaluation,
+  type EvaluationOutcome,
+  evaluatePatch,
+  runAllTests,
+  sweBenchImage,
+  taskImage,
+} from './env/evaluate.js';
+export {
+  closeEvaluationPool,
+  type EvaluatePatchesOptions,
+  type EvaluationJob,
+  evaluatePatches,
+} from './env/evaluate-pool.js';
 export { expertPolicy, taskBug } from './env/mini-swe/expert.js';
 export {
   BUG_KINDS,
@@ -47,6 +61,7 @@ export {
   type MiniSweOptions,
 } from './env/mini-swe/generate.js';
 export { NAME_POOL } from './env/mini-swe/mutate.js';
+export { patchPaths, protectedPathRule, protectedPathsIn } from './env/protected-paths.js';
 export {
   defaultSandboxDir,
   type ExecResult,
@@ -56,6 +71,7 @@ export {
 } from './env/sandbox.js';
 export type { Sandbox } from './env/sandbox-api.js';
 export { type ScreenVerdict, screenTask, screenTasks } from './env/screen.js';
+export { type TestFamily, type TestSpec, testSpec } from './env/swe-bench/test-spec.js';
 export { checkTask, filterTasksByPatch, loadTasks, patchSize, type SweTask } from './env/tasks.js';
 export { type ErrorCode, ErrorCodes, SwerlError } from './errors.js';
 export { type NativeInfo, nativeInfo } from './info.js';
