@@ -84,6 +84,7 @@ export async function evaluatePatch(task: SweTask, patch: string, o: EvaluateOpt
   const log: string[] = [];
   let sb: Sandbox;
   try {
+    if (!task.files) testSpec(task); // a task no runner family can run starts no container
     sb = await openEvaluationSandbox(task, kind, timeoutMs, o);
   } catch (e) {
     return gradingError(task, e, log);
