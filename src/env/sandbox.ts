@@ -350,7 +350,9 @@ function bwrapArgs(workspace: string | null, network: boolean, diskBytes: number
   if (workspace !== null) args.push('--bind', workspace, SANDBOX_WORKDIR, '--chdir', SANDBOX_WORKDIR);
   // bwrap's root and /dev are tmpfs without a size: read-only, nothing can fill them.
   args.push('--remount-ro', '/dev', '--remount-ro', '/');
-  args.push('--unshare-all', '--die-with-parent', '--new-session');
+  // No user namespace inside: in one the command would hold every capability again, and could
+  // mount a tmpfs of its own with no size cap (a way to fill the host's memory).
+  args.push('--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session');
   if (network) args.push('--share-net');
   return args;
 }
@@ -423,6 +425,9 @@ function unsharePrelude(network: boolean, diskBytes: number): string {
   if (etc.length > 0) lines.push(`cp -RP --parents ${etc.map(sq).join(' ')} ${R}/`);
   lines.push(
     `mount -t proc proc ${R}/proc`,
+    // No nested user namespace (as bwrap's --disable-userns): in one the command would hold every
+    // capability again, and could mount a tmpfs with no size cap.
+    `echo 0 > ${R}/proc/sys/user/max_user_namespaces`,
     `mount -t tmpfs -o size=64k,mode=0755 swerl-dev ${R}/dev`,
     `mkdir ${R}/dev/shm`,
     ...DEVICES.map((d) => `: > ${R}/dev/${d}`),

@@ -144,6 +144,14 @@ for (const kind of ['bwrap', 'unshare'] as const) {
       expect(r.output).toMatch(/Read-only file system|Permission denied/);
     });
 
+    it('cannot regain capabilities in a nested user namespace (to mount a tmpfs with no size cap)', async () => {
+      const r = await sb.exec(
+        "unshare --user --map-root-user --mount sh -c 'mount -t tmpfs swerl-x /tmp && echo MOUNTED'; grep CapEff /proc/self/status",
+      );
+      expect(r.output).not.toContain('MOUNTED');
+      expect(r.output).toMatch(/CapEff:\s+0+\n/);
+    });
+
     it('its workspace is private to it: mode 0700, owned by its uid', () => {
       const st = statSync(sb.root);
       expect(st.mode & 0o777).toBe(0o700);
