@@ -6,15 +6,16 @@
  * unprivileged uid when swerl runs as root (so the process limit is enforced: the kernel exempts
  * root) → the isolation layer → `bash -c command`. Both isolation layers give the command the
  * same private view of the file system, and nothing else of the host:
- * - a read-only root with only /usr (and the /bin, /sbin, /lib* links or directories), the few
- *   /etc entries a shell, git, node and python need, and any interpreter binary that lives
- *   outside them, read-only; a private, size-capped /tmp and /dev/shm; a minimal /dev; a /proc of
- *   its own PID namespace; the workspace at /project, the only writable host path;
+ * - a read-only root with only /usr (and the /bin, /sbin, /lib* links or directories), a copy of
+ *   the few /etc entries a shell, git, node and python need, and any such interpreter binary that
+ *   lives outside them, read-only; a private, size-capped /tmp and /dev/shm; a minimal /dev; a
+ *   /proc of its own PID namespace; the workspace at /project, the only writable host path;
  * - `bwrap` (bubblewrap) builds that view itself, with new user/PID/network/IPC/UTS namespaces
- *   (no network unless asked), die-with-parent, no capabilities;
- * - `unshare` (util-linux) makes new user/mount/PID/network namespaces, and a shell prelude builds
- *   the same view (tmpfs root, read-only binds, pivot_root), then drops every capability. Where
- *   that does not work, `unshare` is unavailable: there is no weaker variant;
+ *   (no network unless asked), die-with-parent, no capabilities, no nested user namespaces;
+ * - `unshare` (util-linux) makes new user/mount/PID/network/IPC/UTS namespaces, and a shell
+ *   prelude builds the same view (tmpfs root, read-only binds, pivot_root), forbids nested user
+ *   namespaces, then drops every capability. Where that does not work, `unshare` is unavailable:
+ *   there is no weaker variant;
  * - `none`: only the limits and the process group, on the host's file system; only when asked
  *   for, with a warning (once per process).
  * A timeout kills the whole process group (and with it the sandbox's PID namespace). Output is
@@ -363,6 +364,8 @@ function unshareArgs(network: boolean): string[] {
     '--map-root-user',
     '--mount',
     '--pid',
+    '--ipc', // System V IPC and POSIX message queues of its own, as under bwrap
+    '--uts',
     '--fork',
     '--kill-child',
     ...(network ? [] : ['--net']),
