@@ -7,10 +7,21 @@
  * A mechanism that does not work here is skipped with the reason printed (CI runs as root with
  * bubblewrap installed, where both run).
  */
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
+import {
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statfsSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isolationAvailable, LocalSandbox } from '../../src/index.js';
 
@@ -207,6 +218,52 @@ for (const kind of ['bwrap', 'unshare'] as const) {
     });
   });
 }
+
+describe("LocalSandbox isolation 'auto' without bubblewrap", () => {
+  // A process whose PATH lacks bwrap (and, the second time, unshare too): what does 'auto' pick?
+  // Run on the built package (dist/, which CI builds before the tests).
+  const script = `
+    const { LocalSandbox } = await import(${JSON.stringify(pathToFileURL(join(process.cwd(), 'dist', 'index.js')).href)});
+    try {
+      const sb = await LocalSandbox.create({ repository: false });
+      const r = await sb.exec('ls /work /root /dev/shm 2>&1; echo ran');
+      console.log(JSON.stringify({ isolation: sb.isolation, workdir: sb.workdir, output: r.output }));
+      await sb.close();
+    } catch (e) {
+      console.log(JSON.stringify({ code: e.code, message: e.message }));
+    }`;
+  const run = (tools: string[]) => {
+    const bin = mkdtempSync(join(tmpdir(), 'swerl-path-'));
+    try {
+      for (const t of tools) {
+        const p = spawnSync('sh', ['-c', `command -v ${t}`], { encoding: 'utf8' }).stdout.trim();
+        if (p) symlinkSync(p, join(bin, t));
+      }
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+        encoding: 'utf8',
+        env: { ...process.env, PATH: bin },
+      });
+      return JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as Record<string, string>;
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
+  };
+
+  it.skipIf(!isolationAvailable('unshare'))('picks unshare, with the same private view', () => {
+    const r = run(['node', 'unshare', 'setpriv', 'sh']);
+    expect(r.isolation).toBe('unshare');
+    expect(r.workdir).toBe('/project');
+    expect(r.output).toContain('ran');
+    expect(r.output).toMatch(/cannot access '\/work'/);
+    expect(r.output).toMatch(/cannot access '\/root'/);
+  });
+
+  it('with neither, refuses: SANDBOX_UNAVAILABLE, saying to install bubblewrap', () => {
+    const r = run(['node']);
+    expect(r.code).toBe('SANDBOX_UNAVAILABLE');
+    expect(r.message).toContain('apt-get install bubblewrap');
+  });
+});
 
 describe('LocalSandbox isolation none', () => {
   it('warns once per process, saying how to install bubblewrap', async () => {
