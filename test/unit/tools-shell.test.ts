@@ -380,47 +380,72 @@ describe.skipIf(!canSandbox)('the bash tools give the Node tools’ bytes', () =
   it('random files and random call sequences (fast-check)', async () => {
     const unit = fc.constantFrom('a', 'b', ' ', '%', '\\', '$', '&', '/', '.', '*', '"', "'", 'é', '😀', '\r', '\t');
     const word = fc.string({ unit, minLength: 1, maxLength: 3 });
-    const file = fc.record({
-      base: fc.array(fc.string({ unit, maxLength: 6 }), { minLength: 1, maxLength: 6 }),
-      n: fc.integer({ min: 0, max: 260 }),
-      final: fc.boolean(),
-    });
+    // files of 0 to 260 lines cycling a few random ones (windows, scrolling), small ones often
+    const file = fc
+      .record({
+        base: fc.array(fc.string({ unit, maxLength: 6 }), { minLength: 1, maxLength: 6 }),
+        n: fc.oneof(fc.integer({ min: 0, max: 4 }), fc.integer({ min: 0, max: 260 })),
+        final: fc.boolean(),
+      })
+      .map((f) => {
+        // a number on every third line, so that some searches match once
+        const body = Array.from({ length: f.n }, (_, i) => `${f.base[i % f.base.length]}${i % 3 ? '' : i}`).join('\n');
+        return { text: f.n && f.final ? `${body}\n` : body, n: f.n };
+      });
     const lineArg = fc.oneof(
       fc.integer({ min: -2, max: 300 }).map(String),
       fc.constantFrom('', 'x', '1e2', ' 7', '0x1f', '2.0', '2.5'),
     );
     const textLines = fc.array(fc.string({ unit, maxLength: 5 }), { maxLength: 4 });
-    const call = fc.oneof(
-      fc
-        .tuple(fc.constantFrom('f.txt', 'g.txt', 'none.txt'), fc.option(lineArg))
-        .map(([f, l]) => `open ${f}${l === null ? '' : ` ${q(l)}`}`),
-      lineArg.map((l) => `goto ${q(l)}`),
-      fc.constantFrom('scroll_down', 'scroll_up'),
-      fc
-        .tuple(fc.integer({ min: 0, max: 265 }), fc.integer({ min: -2, max: 4 }), textLines, fc.boolean())
-        .map(([s, d, t, heredoc]) =>
-          heredoc
-            ? `edit ${s}:${s + d} << 'EOF'\n${t.map((x) => `${x}\n`).join('')}EOF`
-            : `edit ${s}:${s + d}${t.length ? ` ${t.map(q).join(' ')}` : ''}`,
-        ),
-      fc
-        .tuple(
-          fc.boolean(),
-          word,
-          fc.string({ unit: fc.constantFrom('x', '$', '&', "'", '`', '\\', '\n'), maxLength: 4 }),
-        )
-        .map(([all, s, r]) => `replace ${all ? '--replace-all ' : ''}${q(s)} ${q(r)}`),
-      fc.tuple(word, fc.constantFrom('', ' f.txt', ' g.txt')).map(([t, f]) => `search_file ${q(t)}${f}`),
-      fc.constantFrom('create f.txt', 'create c/new.txt'),
-    );
-    const render = (f: { base: string[]; n: number; final: boolean }) => {
-      const body = Array.from({ length: f.n }, (_, i) => f.base[i % f.base.length]).join('\n');
-      return f.n && f.final ? `${body}\n` : body;
+    const replacement = fc.string({
+      unit: fc.constantFrom('x', '$', '$', '&', "'", '`', '\\', '\n', '$&', "$'", '$`', '$$'),
+      maxLength: 4,
+    });
+    // the calls, knowing f.txt: searches cut from its text match, often exactly once
+    const calls = (f: { text: string; n: number }) => {
+      const cut = fc
+        .tuple(fc.nat({ max: Math.max(0, f.text.length - 1) }), fc.integer({ min: 1, max: 12 }))
+        .map(([at, len]) => f.text.slice(at, at + len) || 'a');
+      const call = fc.oneof(
+        fc
+          .tuple(fc.constantFrom('f.txt', 'g.txt', 'none.txt'), fc.option(lineArg))
+          .map(([file, l]) => `open ${file}${l === null ? '' : ` ${q(l)}`}`),
+        lineArg.map((l) => `goto ${q(l)}`),
+        fc.constantFrom('scroll_down', 'scroll_up'),
+        {
+          weight: 3,
+          arbitrary: fc
+            .tuple(
+              fc.oneof(fc.integer({ min: 1, max: f.n + 1 }), fc.integer({ min: 0, max: 265 })),
+              fc.oneof(fc.integer({ min: -1, max: 2 }), fc.integer({ min: -3, max: 4 })),
+              textLines,
+              fc.boolean(),
+            )
+            .map(([st, d, t, heredoc]) =>
+              heredoc
+                ? `edit ${st}:${st + d} << 'EOF'\n${t.map((x) => `${x}\n`).join('')}EOF`
+                : `edit ${st}:${st + d}${t.length ? ` ${t.map(q).join(' ')}` : ''}`,
+            ),
+        },
+        {
+          weight: 3,
+          arbitrary: fc
+            .tuple(fc.constantFrom(false, false, true), fc.oneof(word, cut, cut), replacement)
+            .map(([all, se, r]) => `replace ${all ? '--replace-all ' : ''}${q(se)} ${q(r)}`),
+        },
+        fc
+          .tuple(fc.oneof(word, cut), fc.constantFrom('', ' f.txt', ' g.txt'))
+          .map(([t, file]) => `search_file ${q(t)}${file}`),
+        fc.constantFrom('create f.txt', 'create c/new.txt'),
+      );
+      // mostly on f.txt: open it first
+      return fc.array(call, { minLength: 3, maxLength: 10 }).map((cs) => ['open f.txt', ...cs]);
     };
+    const run = fc.tuple(file, file).chain(([f, g]) => fc.tuple(fc.constant(f), fc.constant(g), calls(f)));
     await fc.assert(
-      fc.asyncProperty(file, file, fc.array(call, { minLength: 1, maxLength: 8 }), async (f, g, calls) => {
-        await setup({ 'f.txt': render(f), 'g.txt': render(g) });
-        for (const c of calls) {
+      fc.asyncProperty(run, async ([f, g, cs]) => {
+        await setup({ 'f.txt': f.text, 'g.txt': g.text });
+        for (const c of cs) {
           const [a, b] = await both(c);
           expectSame(a, b, c);
         }
