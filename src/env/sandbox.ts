@@ -384,8 +384,8 @@ const DEVICES = ['null', 'zero', 'full', 'random', 'urandom', 'tty'];
 /**
  * The shell prelude that builds, inside `unshare`'s new mount namespace, the view bwrap gives:
  * it mounts a small tmpfs over /tmp (in its own namespace: the host's /tmp is untouched) as the
- * new root, binds the workspace (its cwd, reachable even where the tmpfs hides its path) at /project,
- * /usr and the others read-only, copies the /etc entries, makes /dev, /proc, /tmp and /dev/shm,
+ * new root, binds the workspace (its cwd, reachable even where the tmpfs hides its path) at
+ * /project, /usr, the others and the /etc copy read-only, makes /dev, /proc, /tmp and /dev/shm,
  * pivots into it and unmounts the host's tree, makes the root read-only, and runs `bash -c "$0"`
  * with every capability dropped (the namespace's root could otherwise remount, unmount, or
  * re-bind).
