@@ -265,6 +265,52 @@ describe("LocalSandbox isolation 'auto' without bubblewrap", () => {
   });
 });
 
+describe.skipIf(!isRoot)('LocalSandbox run by an unprivileged user', () => {
+  // Not as root, a process's sandboxes all run as that one user: only the private view keeps them
+  // apart (a real run, as a user, once rewrote another open sandbox's file). Run on dist/.
+  for (const kind of ['bwrap', 'unshare'] as const)
+    it.skipIf(!isolationAvailable(kind))(`cannot reach another of its sandboxes, nor the checkout (${kind})`, () => {
+      const repo = process.cwd();
+      const script = `
+        const { LocalSandbox } = await import(${JSON.stringify(pathToFileURL(join(repo, 'dist', 'index.js')).href)});
+        const { readFileSync } = await import('node:fs');
+        const o = { isolation: '${kind}' };
+        const [a, b] = await Promise.all([
+          LocalSandbox.create({ ...o, files: { 't.js': 'mine' } }),
+          LocalSandbox.create({ ...o, files: { 't.js': 'other-secret' } }),
+        ]);
+        const r = await a.exec('cat ' + b.root + '/t.js; echo pwned > ' + b.root + '/t.js; ls ${repo}; cat t.js');
+        console.log(JSON.stringify({ uid: process.getuid(), output: r.output, other: readFileSync(b.root + '/t.js', 'utf8') }));
+        await Promise.all([a.close(), b.close()]);`;
+      const uid = String(199_998); // nobody's: outside the range sandboxes claim
+      const r = spawnSync(
+        'setpriv',
+        [
+          `--reuid=${uid}`,
+          `--regid=${uid}`,
+          '--clear-groups',
+          '--',
+          process.execPath,
+          '--input-type=module',
+          '-e',
+          script,
+        ],
+        { encoding: 'utf8', cwd: '/', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: tmpdir() } },
+      );
+      expect(r.status, r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as {
+        uid: number;
+        output: string;
+        other: string;
+      };
+      expect(out.uid).toBe(199_998);
+      expect(out.output).toContain('mine');
+      expect(out.output).not.toContain('other-secret');
+      expect(out.output).not.toContain('node_modules');
+      expect(out.other).toBe('other-secret');
+    });
+});
+
 describe('LocalSandbox isolation none', () => {
   it('warns once per process, saying how to install bubblewrap', async () => {
     const warnings: string[] = [];
