@@ -68,12 +68,21 @@ describe('evaluatePatch', () => {
   });
 
   it('a task without an inline repository and no Docker engine is a grading error, not a failure', async () => {
-    const r = await evaluatePatch({ ...task, files: undefined }, gold, {
+    const pytestTask: SweTask = {
+      ...task,
+      files: undefined,
+      FAIL_TO_PASS: ['tests/test_math.py::test_add'],
+      PASS_TO_PASS: ['tests/test_math.py::test_neg'],
+    };
+    const r = await evaluatePatch(pytestTask, gold, {
       docker: { connection: { socketPath: '/nonexistent/docker.sock' } },
     });
     expect(r).toMatchObject({ resolved: false, outcome: 'error', error: { code: 'SANDBOX_UNAVAILABLE' } });
-    const local = await evaluatePatch({ ...task, files: undefined }, gold, { sandbox: 'local' });
+    const local = await evaluatePatch(pytestTask, gold, { sandbox: 'local' });
     expect(local).toMatchObject({ outcome: 'error', error: { code: 'SANDBOX_UNAVAILABLE' } });
+    // Ids no runner family can run: refused as a broken task, before any container starts.
+    const unrunnable = await evaluatePatch({ ...task, files: undefined }, gold);
+    expect(unrunnable).toMatchObject({ outcome: 'error', error: { code: 'INVALID_TASK' } });
   });
 });
 
