@@ -29,6 +29,8 @@ import type { SweTask } from './tasks.js';
 export interface EvaluateOptions {
   /** 'local' (default for inline repositories) or 'docker' (required for image-based tasks). */
   sandbox?: 'local' | 'docker';
+  /** For 'local': the isolation of the grader's sandbox (default 'auto': bwrap, else unshare). */
+  isolation?: 'auto' | 'bwrap' | 'unshare';
   timeoutMs?: number;
   /**
    * For 'docker': the engine's connection, and the image for tasks that name none (used only when
@@ -105,7 +107,13 @@ async function openEvaluationSandbox(
   o: EvaluateOptions,
 ): Promise<Sandbox> {
   if (task.files && kind === 'local')
-    return LocalSandbox.create({ files: task.files, timeoutMs, maxOutputBytes: 1 << 20, repository: false });
+    return LocalSandbox.create({
+      files: task.files,
+      timeoutMs,
+      maxOutputBytes: 1 << 20,
+      repository: false,
+      ...(o.isolation === undefined ? {} : { isolation: o.isolation }),
+    });
   if (kind === 'docker')
     return DockerSandbox.create({
       image: taskImage(task, o.docker?.image),

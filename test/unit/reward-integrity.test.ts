@@ -11,7 +11,7 @@
  * - registering tests with the task's names from the code under test;
  * - editing the runner's configuration (package.json, a nested package.json) or swerl's reporter;
  * - skipping tests.
- * Plus the protected-path rules on the real SWE-bench Verified split: they never touch a gold
+ * Each runs under bubblewrap and under the unshare fallback. Plus the protected-path rules on the real SWE-bench Verified split: they never touch a gold
  * patch and always cover its test patch.
  */
 import { existsSync } from 'node:fs';
@@ -19,7 +19,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { patchPaths, protectedPathRule, protectedPathsIn } from '../../src/env/protected-paths.js';
-import { evaluatePatch, loadTasks, type SweTask } from '../../src/index.js';
+import { evaluatePatch as evaluateWith, isolationAvailable, loadTasks, type SweTask } from '../../src/index.js';
 
 const TEST_FILE =
   "import { describe, test } from 'node:test';\nimport assert from 'node:assert/strict';\nimport { add, neg } from '../src/math.js';\nimport { twice } from './helpers.js';\ndescribe('add', () => {\n  test('adds', () => assert.equal(add(2, 3), 5));\n});\ntest('neg', () => assert.equal(neg(twice(1)), -2));\n";
@@ -65,109 +65,118 @@ function sourceWith(prefix: string): string {
 const EMPTY_TESTS =
   "import { describe, test } from 'node:test';\ndescribe('add', () => {\n  test('adds', () => {});\n});\ntest('neg', () => {});\n";
 
-describe('reward integrity: the tests an agent edits are restored from the task', () => {
-  it('rewriting the test file so the ids pass as empty tests does not resolve', async () => {
-    const r = await evaluatePatch(task, rewrite('test/math.test.js', TEST_FILE, EMPTY_TESTS));
-    expect(r.outcome).toBe('unresolved');
-    expect(r.tests['test/math.test.js::add > adds']).toBe('fail');
-    expect(r.tests['test/math.test.js::neg']).toBe('pass');
-    expect(r.log).toContain('restored from the task');
-  });
+for (const isolation of ['bwrap', 'unshare'] as const)
+  describe.skipIf(!isolationAvailable(isolation))(
+    `reward integrity (${isolation}): the tests an agent edits are restored from the task`,
+    () => {
+      const evaluatePatch = (t: SweTask, patch: string) => evaluateWith(t, patch, { isolation });
+      it('rewriting the test file so the ids pass as empty tests does not resolve', async () => {
+        const r = await evaluatePatch(task, rewrite('test/math.test.js', TEST_FILE, EMPTY_TESTS));
+        expect(r.outcome).toBe('unresolved');
+        expect(r.tests['test/math.test.js::add > adds']).toBe('fail');
+        expect(r.tests['test/math.test.js::neg']).toBe('pass');
+        expect(r.log).toContain('restored from the task');
+      });
 
-  it('deleting the tests does not resolve, and a fix that also deletes them still resolves', async () => {
-    const del = rewrite('test/math.test.js', TEST_FILE, null);
-    expect((await evaluatePatch(task, del)).outcome).toBe('unresolved');
-    expect((await evaluatePatch(task, gold + del)).outcome).toBe('resolved');
-  });
+      it('deleting the tests does not resolve, and a fix that also deletes them still resolves', async () => {
+        const del = rewrite('test/math.test.js', TEST_FILE, null);
+        expect((await evaluatePatch(task, del)).outcome).toBe('unresolved');
+        expect((await evaluatePatch(task, gold + del)).outcome).toBe('resolved');
+      });
 
-  it('a correct fix that also breaks the tests or their helper still resolves (no sinking)', async () => {
-    const broken = TEST_FILE.replace('assert.equal(add(2, 3), 5)', 'assert.equal(add(2, 3), 6)');
-    expect((await evaluatePatch(task, gold + rewrite('test/math.test.js', TEST_FILE, broken))).outcome).toBe(
-      'resolved',
-    );
-    const helper = rewrite('test/helpers.js', files['test/helpers.js'], 'process.exit(1);\nexport const twice = 0;\n');
-    expect((await evaluatePatch(task, gold + helper)).outcome).toBe('resolved');
-  });
+      it('a correct fix that also breaks the tests or their helper still resolves (no sinking)', async () => {
+        const broken = TEST_FILE.replace('assert.equal(add(2, 3), 5)', 'assert.equal(add(2, 3), 6)');
+        expect((await evaluatePatch(task, gold + rewrite('test/math.test.js', TEST_FILE, broken))).outcome).toBe(
+          'resolved',
+        );
+        const helper = rewrite(
+          'test/helpers.js',
+          files['test/helpers.js'],
+          'process.exit(1);\nexport const twice = 0;\n',
+        );
+        expect((await evaluatePatch(task, gold + helper)).outcome).toBe('resolved');
+      });
 
-  it("the agent's own test files never run: neither a failing one nor one with the task's test names", async () => {
-    const failing = rewrite(
-      'test/mine.test.js',
-      null,
-      "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\ntest('mine', () => assert.fail('no'));\n",
-    );
-    expect((await evaluatePatch(task, gold + failing)).outcome).toBe('resolved');
-    const impostor = rewrite('test/math2.test.js', null, EMPTY_TESTS);
-    const r = await evaluatePatch(task, impostor);
-    expect(r.outcome).toBe('unresolved');
-    const own = rewrite('src/own.test.js', null, EMPTY_TESTS);
-    expect((await evaluatePatch(task, own)).outcome).toBe('unresolved');
-  });
+      it("the agent's own test files never run: neither a failing one nor one with the task's test names", async () => {
+        const failing = rewrite(
+          'test/mine.test.js',
+          null,
+          "import { test } from 'node:test';\nimport assert from 'node:assert/strict';\ntest('mine', () => assert.fail('no'));\n",
+        );
+        expect((await evaluatePatch(task, gold + failing)).outcome).toBe('resolved');
+        const impostor = rewrite('test/math2.test.js', null, EMPTY_TESTS);
+        const r = await evaluatePatch(task, impostor);
+        expect(r.outcome).toBe('unresolved');
+        const own = rewrite('src/own.test.js', null, EMPTY_TESTS);
+        expect((await evaluatePatch(task, own)).outcome).toBe('unresolved');
+      });
 
-  it('process.exit(0) before the tests run, from the code under test or a test helper, fails them', async () => {
-    const fromSource = await evaluatePatch(task, sourceWith('process.exit(0);'));
-    expect(fromSource.outcome).toBe('unresolved');
-    expect(fromSource.tests['test/math.test.js::neg']).toBe('fail');
-    const helper = rewrite(
-      'test/helpers.js',
-      files['test/helpers.js'],
-      `process.exit(0);\n${files['test/helpers.js']}`,
-    );
-    expect((await evaluatePatch(task, helper)).outcome).toBe('unresolved');
-  });
+      it('process.exit(0) before the tests run, from the code under test or a test helper, fails them', async () => {
+        const fromSource = await evaluatePatch(task, sourceWith('process.exit(0);'));
+        expect(fromSource.outcome).toBe('unresolved');
+        expect(fromSource.tests['test/math.test.js::neg']).toBe('fail');
+        const helper = rewrite(
+          'test/helpers.js',
+          files['test/helpers.js'],
+          `process.exit(0);\n${files['test/helpers.js']}`,
+        );
+        expect((await evaluatePatch(task, helper)).outcome).toBe('unresolved');
+      });
 
-  it('the code under test cannot neuter node:assert or node:test', async () => {
-    const neuter = sourceWith(
-      "import assert from 'node:assert/strict';\nimport nodeAssert from 'node:assert';\nimport * as nt from 'node:test';\nfor (const a of [assert, nodeAssert, nodeAssert.strict]) { try { a.equal = () => {}; a.strictEqual = () => {}; } catch {} try { Object.defineProperty(a, 'equal', { value: () => {} }); } catch {} }\ntry { nt.test.skip = nt.test; nt.describe.skip = nt.describe; } catch {}",
-    );
-    const r = await evaluatePatch(task, neuter);
-    expect(r.outcome).toBe('unresolved');
-    expect(r.tests['test/math.test.js::add > adds']).toBe('fail');
-  });
+      it('the code under test cannot neuter node:assert or node:test', async () => {
+        const neuter = sourceWith(
+          "import assert from 'node:assert/strict';\nimport nodeAssert from 'node:assert';\nimport * as nt from 'node:test';\nfor (const a of [assert, nodeAssert, nodeAssert.strict]) { try { a.equal = () => {}; a.strictEqual = () => {}; } catch {} try { Object.defineProperty(a, 'equal', { value: () => {} }); } catch {} }\ntry { nt.test.skip = nt.test; nt.describe.skip = nt.describe; } catch {}",
+        );
+        const r = await evaluatePatch(task, neuter);
+        expect(r.outcome).toBe('unresolved');
+        expect(r.tests['test/math.test.js::add > adds']).toBe('fail');
+      });
 
-  it('forged result lines, printed anywhere, do not count', async () => {
-    const line = JSON.stringify({ id: 'test/math.test.js::add > adds', ok: true });
-    const forge = sourceWith(
-      [
-        "import { writeSync, openSync } from 'node:fs';",
-        `const fake = ${JSON.stringify(`${line}\n`)};`,
-        'process.stdout.write(fake); process.stderr.write("\\n" + fake);',
-        `process.stderr.write("\\nswerl-result 00000000000000000000000000000000 " + fake);`,
-        "try { writeSync(openSync('/proc/' + process.ppid + '/fd/1', 'w'), fake); } catch {}",
-        'process.exit(0);',
-      ].join('\n'),
-    );
-    const r = await evaluatePatch(task, forge);
-    expect(r.outcome).toBe('unresolved');
-    expect(r.tests['test/math.test.js::add > adds']).toBe('fail');
-  });
+      it('forged result lines, printed anywhere, do not count', async () => {
+        const line = JSON.stringify({ id: 'test/math.test.js::add > adds', ok: true });
+        const forge = sourceWith(
+          [
+            "import { writeSync, openSync } from 'node:fs';",
+            `const fake = ${JSON.stringify(`${line}\n`)};`,
+            'process.stdout.write(fake); process.stderr.write("\\n" + fake);',
+            `process.stderr.write("\\nswerl-result 00000000000000000000000000000000 " + fake);`,
+            "try { writeSync(openSync('/proc/' + process.ppid + '/fd/1', 'w'), fake); } catch {}",
+            'process.exit(0);',
+          ].join('\n'),
+        );
+        const r = await evaluatePatch(task, forge);
+        expect(r.outcome).toBe('unresolved');
+        expect(r.tests['test/math.test.js::add > adds']).toBe('fail');
+      });
 
-  it("tests with the task's names registered from the code under test do not count", async () => {
-    const register = sourceWith(
-      "import { describe, test } from 'node:test';\ndescribe('add', () => { test('adds', () => {}); });\ntest('neg', () => {});\nsetTimeout(() => process.exit(0), 0);",
-    );
-    const r = await evaluatePatch(task, register);
-    expect(r.outcome).toBe('unresolved');
-    expect(r.tests['test/math.test.js::add > adds']).toBe('fail');
-  });
+      it("tests with the task's names registered from the code under test do not count", async () => {
+        const register = sourceWith(
+          "import { describe, test } from 'node:test';\ndescribe('add', () => { test('adds', () => {}); });\ntest('neg', () => {});\nsetTimeout(() => process.exit(0), 0);",
+        );
+        const r = await evaluatePatch(task, register);
+        expect(r.outcome).toBe('unresolved');
+        expect(r.tests['test/math.test.js::add > adds']).toBe('fail');
+      });
 
-  it("editing the runner's configuration or swerl's reporter neither wins nor sinks", async () => {
-    const cjs = rewrite('package.json', files['package.json'], '{"type":"commonjs"}\n');
-    expect((await evaluatePatch(task, gold + cjs)).outcome).toBe('resolved');
-    const nested = rewrite('test/package.json', null, '{"type":"commonjs"}\n');
-    expect((await evaluatePatch(task, gold + nested)).outcome).toBe('resolved');
-    const reporter = rewrite(
-      '.swerl-eval/reporter.mjs',
-      null,
-      'export default async function* r(s) { for await (const e of s) {} yield \'{"id":"test/math.test.js::add > adds","ok":true}\\n\'; }\n',
-    );
-    expect((await evaluatePatch(task, reporter)).outcome).toBe('unresolved');
-  });
+      it("editing the runner's configuration or swerl's reporter neither wins nor sinks", async () => {
+        const cjs = rewrite('package.json', files['package.json'], '{"type":"commonjs"}\n');
+        expect((await evaluatePatch(task, gold + cjs)).outcome).toBe('resolved');
+        const nested = rewrite('test/package.json', null, '{"type":"commonjs"}\n');
+        expect((await evaluatePatch(task, gold + nested)).outcome).toBe('resolved');
+        const reporter = rewrite(
+          '.swerl-eval/reporter.mjs',
+          null,
+          'export default async function* r(s) { for await (const e of s) {} yield \'{"id":"test/math.test.js::add > adds","ok":true}\\n\'; }\n',
+        );
+        expect((await evaluatePatch(task, reporter)).outcome).toBe('unresolved');
+      });
 
-  it('skipping the failing test does not pass it', async () => {
-    const skip = TEST_FILE.replace("test('adds'", "test.skip('adds'");
-    expect((await evaluatePatch(task, rewrite('test/math.test.js', TEST_FILE, skip))).outcome).toBe('unresolved');
-  });
-});
+      it('skipping the failing test does not pass it', async () => {
+        const skip = TEST_FILE.replace("test('adds'", "test.skip('adds'");
+        expect((await evaluatePatch(task, rewrite('test/math.test.js', TEST_FILE, skip))).outcome).toBe('unresolved');
+      });
+    },
+  );
 
 describe('protected paths', () => {
   it("patchPaths reads git's headers: quoted names, renames, new and deleted files", () => {
