@@ -2,6 +2,7 @@
  * The interface every sandbox implements (LocalSandbox, DockerSandbox): what the scaffold, the
  * episode loop and evaluatePatch need, so a config switches between them.
  */
+import type { Shell, ShellOptions } from './persistent-shell.js';
 import type { ExecResult } from './sandbox.js';
 
 /** A workspace in which an agent's commands run isolated from the host. */
@@ -21,6 +22,11 @@ export interface Sandbox {
   writeFile(path: string, content: string, o?: { executable?: boolean }): Promise<void>;
   /** The unified diff of the workspace against its initial state (`.swerl*` excluded). */
   diff(): Promise<string>;
+  /**
+   * Opens a persistent shell (persistent-shell.ts): cwd, variables and functions carry over from
+   * one `run` to the next. Optional: the episode's `shell: 'persistent'` needs it.
+   */
+  openShell?(o?: ShellOptions): Promise<Shell>;
   /** Kills every process it started and removes the workspace. */
   close(): Promise<void>;
 }

@@ -33,7 +33,7 @@
  * (workspace-dirs.ts). Host-side file access resolves symlinks and rejects paths that leave the
  * workspace (PATH_ESCAPE).
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import {
   accessSync,
   chmodSync,
@@ -58,6 +58,14 @@ import { chmod, cp, lchown, lstat, mkdir, mkdtemp, readdir, readFile, realpath, 
 import { tmpdir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { invalidArgument, SwerlError } from '../errors.js';
+import {
+  INTERRUPT_SCRIPT,
+  PersistentShell,
+  type Shell,
+  type ShellBackend,
+  type ShellOptions,
+  type ShellProcess,
+} from './persistent-shell.js';
 import { type SpawnedChild, spawnRelayed } from './spawn-relay.js';
 import { removeOwnWorkspacesAtExit, useWorkspaceDir, workspacePrefix } from './workspace-dirs.js';
 
@@ -473,6 +481,7 @@ export class LocalSandbox {
   readonly #o: Limits;
   readonly #uid: number | null;
   readonly #running = new Set<SpawnedChild>();
+  readonly #shells = new Set<Shell>();
   readonly #repository: boolean;
   #closed = false;
 
@@ -623,34 +632,7 @@ export class LocalSandbox {
     if (this.#closed) return Promise.reject(new SwerlError('this sandbox is closed', 'DISPOSED'));
     if (typeof command !== 'string') return Promise.reject(invalidArgument('command', 'a string', command));
     const timeoutMs = o.timeoutMs ?? this.#o.timeoutMs;
-    const mem = this.#o.memoryMiB * 2 ** 20;
-    const argv: string[] = [
-      `--data=${mem}`,
-      `--as=${4 * mem}`,
-      `--nproc=${this.#o.maxProcesses}`,
-      `--fsize=${this.#o.diskMiB * 2 ** 20}`,
-      '--',
-    ];
-    if (this.#uid !== null)
-      argv.push('setpriv', `--reuid=${this.#uid}`, `--regid=${this.#uid}`, '--clear-groups', '--');
-    const disk = this.#o.diskMiB * 2 ** 20;
-    // stderr joins stdout in one pipe, as on a terminal: a process's writes to the two then reach
-    // the observation in the order it made them. (Over two pipes their order was the event loop's,
-    // and a seeded rollout could read them either way.) The unshare prelude does the same first.
-    if (this.isolation === 'unshare')
-      argv.push(
-        'unshare',
-        ...unshareArgs(this.#o.network),
-        '/bin/sh',
-        '-c',
-        unsharePrelude(this.#o.network, disk),
-        command,
-      );
-    else {
-      if (this.isolation === 'bwrap')
-        argv.push('bwrap', ...bwrapArgs(this.root, this.#o.network, disk), '--setenv', 'HOME', this.workdir, '--');
-      argv.push('/bin/sh', '-c', 'exec 2>&1; exec /bin/bash -c "$0"', command);
-    }
+    const argv = this.#argv(command);
     const started = performance.now();
     return new Promise<ExecResult>((resolvePromise) => {
       const child = spawnRelayed('prlimit', argv, {
@@ -709,6 +691,132 @@ export class LocalSandbox {
     });
   }
 
+  /**
+   * The arguments of `prlimit` that run `bash -c command` in the workspace under the sandbox's
+   * limits, uid and isolation: exec's, and each persistent shell's (openShell).
+   */
+  #argv(command: string): string[] {
+    const mem = this.#o.memoryMiB * 2 ** 20;
+    const argv: string[] = [
+      `--data=${mem}`,
+      `--as=${4 * mem}`,
+      `--nproc=${this.#o.maxProcesses}`,
+      `--fsize=${this.#o.diskMiB * 2 ** 20}`,
+      '--',
+    ];
+    if (this.#uid !== null)
+      argv.push('setpriv', `--reuid=${this.#uid}`, `--regid=${this.#uid}`, '--clear-groups', '--');
+    const disk = this.#o.diskMiB * 2 ** 20;
+    // stderr joins stdout in one pipe, as on a terminal: a process's writes to the two then reach
+    // the observation in the order it made them. (Over two pipes their order was the event loop's,
+    // and a seeded rollout could read them either way.) The unshare prelude does the same first.
+    if (this.isolation === 'unshare')
+      argv.push(
+        'unshare',
+        ...unshareArgs(this.#o.network),
+        '/bin/sh',
+        '-c',
+        unsharePrelude(this.#o.network, disk),
+        command,
+      );
+    else {
+      if (this.isolation === 'bwrap')
+        argv.push('bwrap', ...bwrapArgs(this.root, this.#o.network, disk), '--setenv', 'HOME', this.workdir, '--');
+      argv.push('/bin/sh', '-c', 'exec 2>&1; exec /bin/bash -c "$0"', command);
+    }
+    return argv;
+  }
+
+  /**
+   * Opens a persistent shell (persistent-shell.ts): one `bash --noprofile --norc` started exactly
+   * as exec starts a command (the same limits, uid and isolation), reading commands from a pipe.
+   * close() closes it too.
+   */
+  async openShell(o: ShellOptions = {}): Promise<Shell> {
+    if (this.#closed) throw new SwerlError('this sandbox is closed', 'DISPOSED');
+    // Under bwrap and unshare each shell has a private /tmp of its own; under 'none' it is the
+    // host's, so the command file goes in a directory of the shell's own.
+    let own: string | null = null;
+    if (this.isolation === 'none') {
+      own = await mkdtemp(join(tmpdir(), 'swerl-shell-'));
+      if (this.#uid !== null) chownSync(own, this.#uid, this.#uid);
+    }
+    const backend: ShellBackend = {
+      start: () => this.#startShell(),
+      commandFile: own === null ? '/tmp/.swerl-shell-command' : join(own, 'command'),
+      workdir: this.workdir,
+      maxOutputBytes: this.#o.maxOutputBytes,
+      timeoutMs: this.#o.timeoutMs,
+    };
+    const shell = new PersistentShell(backend, o, () => {
+      this.#shells.delete(shell);
+      if (own !== null) rmSync(own, { recursive: true, force: true });
+    });
+    this.#shells.add(shell);
+    return shell;
+  }
+
+  // One shell process. Spawned here, not through the spawn relay, which has no stdin to give: a
+  // fork of this process once per shell, where exec pays a relayed spawn per command.
+  #startShell(): ShellProcess {
+    if (this.#closed) throw new SwerlError('this sandbox is closed', 'DISPOSED');
+    const child = spawn('prlimit', this.#argv('exec /bin/bash --noprofile --norc'), {
+      cwd: this.root,
+      detached: true, // its own process group: close() kills all of it
+      env: { PATH: SANDBOX_PATH, HOME: this.workdir, LANG: 'C.UTF-8', TERM: 'dumb' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    child.stdin.on('error', () => {}); // a shell that died: its exit is reported below
+    const exited = new Promise<void>((done) => {
+      child.on('close', () => done());
+      child.on('error', () => done());
+    });
+    const kill = () => {
+      if (child.pid === undefined) return;
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    };
+    return {
+      write: (d) => {
+        if (child.stdin.writable) child.stdin.write(d);
+      },
+      onData: (f) => {
+        child.stdout.on('data', f);
+        child.stderr.on('data', f);
+      },
+      onExit: (f) => {
+        let told = false;
+        child.on('close', (code, signal) => {
+          if (!told) f(code, signal);
+          told = true;
+        });
+        child.on('error', () => {
+          if (!told) f(-1, null);
+          told = true;
+        });
+      },
+      interrupt: (inner, sinceMs) =>
+        new Promise<void>((done) => {
+          if (child.pid === undefined) return done();
+          // On the host, which sees the sandbox's processes (the shell by its NSpid).
+          const c = spawnRelayed(
+            '/bin/bash',
+            ['-c', INTERRUPT_SCRIPT, 'swerl', String(child.pid), String(inner), String(Math.ceil(sinceMs))],
+            { env: { PATH: '/usr/bin:/bin' } },
+          );
+          c.on('close', () => done());
+          c.on('error', () => done());
+        }),
+      kill: async () => {
+        kill();
+        await exited;
+      },
+    };
+  }
+
   /** Reads a workspace file (PATH_ESCAPE when it resolves outside). */
   async readFile(path: string): Promise<string> {
     return readFile(await this.#resolveExisting(path), 'utf8');
@@ -749,6 +857,7 @@ export class LocalSandbox {
     if (this.#closed) return;
     this.#closed = true;
     for (const c of this.#running) killGroup(c);
+    await Promise.all([...this.#shells].map((sh) => sh.close()));
     if (this.#uid !== null && this.isolation === 'none') {
       // Under bwrap and unshare every process of a command lives in its PID namespace, which the
       // kernel empties when the command ends or is killed; only 'none' can leave processes behind.
