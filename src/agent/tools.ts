@@ -44,6 +44,26 @@ fail() { printf '%s\n' "$1"; exit 1; }
 # where a Node script threw: Node printed a stack trace and exited 1
 crash() { printf 'Error: %s\n' "$1" >&2; exit 1; }
 
+# Node's error for a failed file operation, from the message bash or mkdir gave: $1 message, $2 the
+# syscall, $3 the path
+oserr() {
+  local c d
+  case $1 in
+    *'Permission denied'*) c=EACCES d='permission denied' ;;
+    *'Read-only file system'*) c=EROFS d='read-only file system' ;;
+    *'No such file or directory'*) c=ENOENT d='no such file or directory' ;;
+    *'Not a directory'*) c=ENOTDIR d='not a directory' ;;
+    *'Is a directory'*) c=EISDIR d='illegal operation on a directory' ;;
+    *'File exists'*) c=EEXIST d='file already exists' ;;
+    *'No space left'*) c=ENOSPC d='no space left on device' ;;
+    *'Too many levels of symbolic links'*) c=ELOOP d='too many symbolic links encountered' ;;
+    *'Operation not permitted'*) c=EPERM d='operation not permitted' ;;
+    *'File name too long'*) c=ENAMETOOLONG d='name too long' ;;
+    *) c=EIO d='i/o error' ;;
+  esac
+  crash "$c: $d, $2 '$3'"
+}
+
 # path.resolve(p) against CWD, lexically: REPLY
 resolve() {
   local p=$1 c out=() IFS=/
@@ -120,7 +140,7 @@ load() {
 
 save() {
   json "$1"
-  { printf '%s' "{\"file\":$REPLY,\"first\":$2}" >"$STATE"; } 2>/dev/null || crash "ENOENT: no such file or directory, open '$STATE'"
+  err=$({ printf '%s' "{\"file\":$REPLY,\"first\":$2}" >"$STATE"; } 2>&1) || oserr "$err" open "$STATE"
 }
 
 needfile() { [[ -n $FILE && -e $FILE ]] || fail 'No file open. Use the open command first.'; }
@@ -286,8 +306,17 @@ resolve "$1"
 abs=$REPLY
 [[ -e $abs ]] && fail "Error: File $1 already exists"
 dir=@{abs%/*}
-{ mkdir -p -- "@{dir:-/}"; } 2>/dev/null || crash "EEXIST: file already exists, mkdir '@{dir:-/}'"
-{ : >"$abs"; } 2>/dev/null || crash "EACCES: permission denied, open '$abs'"
+if ! err=$(mkdir -p -- "@{dir:-/}" 2>&1); then
+  # Node's recursive mkdir passes EACCES, ENOSPC, ENOTDIR and EPERM on; any other error is
+  # EEXIST where something not a folder is in the way, else ENOENT
+  case $err in
+    *'Permission denied'* | *'No space left'* | *'Not a directory'* | *'Operation not permitted'*) ;;
+    *'File exists'*) err='File exists' ;;
+    *) err='No such file or directory' ;;
+  esac
+  oserr "$err" mkdir "@{dir:-/}"
+fi
+err=$({ : >"$abs"; } 2>&1) || oserr "$err" open "$abs"
 show "$abs" 1
 `,
   edit: bash`
@@ -323,7 +352,7 @@ T=$text awk -v a="$start" -v b="$end" '
   NR < a || NR > b { print }
   END { if (a > NR) repl() }' "$file" >"$out"
 [[ -s $out ]] || printf '\n' >"$out"
-{ cat -- "$out" >"$file"; } 2>/dev/null || crash "EACCES: permission denied, open '$file'"
+err=$({ cat -- "$out" >"$file"; } 2>&1) || oserr "$err" open "$file"
 printf '%s\n' "$UPDATED"
 first=$((start - W / 2))
 ((first < 1)) && first=1
@@ -398,7 +427,7 @@ elif ((all)); then
       }
     }
     END { if (nl) unit("\n") }' "$FILE" >"$SWERL_WS/.swerl/replace.$$"
-  { cat -- "$SWERL_WS/.swerl/replace.$$" >"$FILE"; } 2>/dev/null
+  err=$({ cat -- "$SWERL_WS/.swerl/replace.$$" >"$FILE"; } 2>&1) || { rm -f -- "$SWERL_WS/.swerl/replace.$$"; oserr "$err" open "$FILE"; }
   rm -f -- "$SWERL_WS/.swerl/replace.$$"
   written=1
 else
@@ -418,7 +447,7 @@ else
   done
   new=$pre$X$r$post
 fi
-((written)) || { printf '%s' "$new" >"$FILE"; } 2>/dev/null || crash "EACCES: permission denied, open '$FILE'"
+((written)) || err=$({ printf '%s' "$new" >"$FILE"; } 2>&1) || oserr "$err" open "$FILE"
 x=@{pre//$'\n'/}
 at=$((@{#pre} - @{#x} + 1))
 printf '%s\n' "$UPDATED"

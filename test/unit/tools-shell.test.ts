@@ -93,8 +93,9 @@ async function observe(sb: LocalSandbox, command: string): Promise<Observed> {
 }
 
 // A Node script's uncaught exception: "where:line", the source line, a caret, a blank line, the
-// error's `Error: ...` line, its stack, a blank line, "Node.js vX".
-const NODE_TRACE = /^\S+:\d+\n.*\n *\^\n\n(\w*Error: [^\n]*)\n(?: {4}at [^\n]*\n)+(?:[^\n]*\n)*?\nNode\.js v[\d.]+\n/m;
+// error's `Error: ...` line (more where a path holds a newline), its stack, a blank line, "Node.js vX".
+const NODE_TRACE =
+  /^\S+:\d+\n.*\n *\^\n\n(\w*Error: [\s\S]*?)\n(?: {4}at [^\n]*\n)+(?:[^\n]*\n)*?\nNode\.js v[\d.]+\n/m;
 
 /**
  * Expects the bash tools' observation to equal Node's. Where a Node script threw (a stack trace,
@@ -392,6 +393,35 @@ describe.skipIf(!canSandbox)('the bash tools give the Node tools’ bytes', () =
       'edit --file locked.txt 1:1 x',
       'chmod 444 s.txt && edit --file s.txt 1:1 x',
     ]);
+  });
+
+  it('random paths (fast-check): path.resolve, path.relative and JSON.stringify as Node has them', async () => {
+    const seg = fc.oneof(
+      fc.string({
+        unit: fc.constantFrom('a', ' ', '"', "'", '\\', '\n', '\t', '\u0001', '\u001f', 'é', '😀', '%', '$', '*'),
+        minLength: 1,
+        maxLength: 3,
+      }),
+      fc.constantFrom('.', '..', ''),
+    );
+    const path = fc.array(seg, { minLength: 1, maxLength: 4 }).map((p) => p.join('/'));
+    await fc.assert(
+      fc.asyncProperty(path, fc.constantFrom('', '/', 'd/'), async (p, prefix) => {
+        await setup({ 'd/x.txt': 'x\n' });
+        const target = `${prefix}${p}`;
+        for (const c of [
+          `create ${q(target)}`,
+          `open ${q(target)}`,
+          `edit 1:0 ${q(p)}`,
+          `search_file ${q(p)}`,
+          'cd d && search_file x ../d/x.txt',
+        ]) {
+          const [a, b] = await both(c);
+          expectSame(a, b, c);
+        }
+      }),
+      { numRuns: 15, seed: 7 },
+    );
   });
 
   it('random files and random call sequences (fast-check)', async () => {
