@@ -5,10 +5,11 @@
  */
 import { DockerSandbox, type DockerSandboxOptions } from '../env/docker-sandbox.js';
 import { taskImage } from '../env/evaluate.js';
+import type { Shell } from '../env/persistent-shell.js';
 import { LocalSandbox, type SandboxOptions } from '../env/sandbox.js';
 import type { Sandbox } from '../env/sandbox-api.js';
 import type { SweTask } from '../env/tasks.js';
-import { invalidArgument } from '../errors.js';
+import { invalidArgument, SwerlError } from '../errors.js';
 import {
   type ActionFormat,
   type AgentMessage,
@@ -84,6 +85,12 @@ export interface EpisodeOptions {
    * instance, else this `image`), the same one evaluatePatch grades it in.
    */
   sandbox?: Omit<SandboxOptions, 'files'> | EpisodeDockerOptions;
+  /**
+   * How the agent's commands run: 'per-command' (default: a fresh `bash -c` each, the working
+   * directory carried in `.swerl/cwd`) or 'persistent' (one shell for the episode, the sandbox's
+   * openShell: variables, functions and background jobs carry over too; docs/sandbox.md).
+   */
+  shell?: 'per-command' | 'persistent';
 }
 
 /** Docker options of an episode: DockerSandboxOptions with the image optional (taskImage picks it). */
@@ -115,10 +122,14 @@ export async function runEpisode(o: EpisodeOptions): Promise<Trajectory> {
   const format = checkFormat(o.format ?? 'command');
   const promptStyle = checkPromptStyle(o.prompt ?? 'paper');
   const maxObs = o.maxObservationChars ?? 10_000;
+  const shellMode = o.shell ?? 'per-command';
+  if (shellMode !== 'per-command' && shellMode !== 'persistent')
+    throw invalidArgument('shell', "'per-command' or 'persistent'", shellMode);
   const size = o.contextSize ?? ((m: AgentMessage[]) => m.reduce((a, x) => a + x.content.length, 0));
   const sb = await openSandbox(o.task, o.sandbox);
   try {
     await installTools(sb);
+    const shell = shellMode === 'persistent' ? await openEpisodeShell(sb) : null;
     const messages: AgentMessage[] = scaffoldPrompts(promptStyle, o.task, sb.workdir);
     const turns: Turn[] = [];
     let finishReason: Trajectory['finishReason'] = 'max_turns';
@@ -143,7 +154,9 @@ export async function runEpisode(o: EpisodeOptions): Promise<Trajectory> {
         finishReason = 'submit';
         break;
       } else {
-        const r = await runCommand(sb, parsed.command, o.commandTimeoutMs ?? 60_000);
+        const r = shell
+          ? await runInShell(shell, parsed.command, o.commandTimeoutMs ?? 60_000)
+          : await runCommand(sb, parsed.command, o.commandTimeoutMs ?? 60_000);
         const after = await shellState(sb);
         const output = o.maskTimings ? maskTimings(r.output) : r.output;
         const body = truncateObservation(output.replace(/\n+$/, ''), maxObs);
@@ -160,6 +173,37 @@ export async function runEpisode(o: EpisodeOptions): Promise<Trajectory> {
   } finally {
     await sb.close();
   }
+}
+
+function sq(s: string): string {
+  return `'${s.replaceAll("'", "'\\''")}'`;
+}
+
+/**
+ * The episode's persistent shell, set up as runCommand sets up each command: SWERL_WS exported and
+ * the tools first on PATH (once, when the shell starts or restarts), and the working directory
+ * written to `.swerl/cwd` after each command, inside the shell, for shellState.
+ */
+async function openEpisodeShell(sb: Sandbox): Promise<Shell> {
+  if (typeof sb.openShell !== 'function')
+    throw new SwerlError(`a ${sb.isolation} sandbox has no persistent shell`, 'INVALID_ARGUMENT');
+  const ws = sb.workdir;
+  return sb.openShell({
+    init: `export SWERL_WS=${sq(ws)} PATH=${sq(`${ws}/.swerl/bin`)}:$PATH`,
+    afterEach: `pwd > ${sq(`${ws}/.swerl/cwd`)}`,
+  });
+}
+
+/** One agent command in the persistent shell, with runCommand's observation handling. */
+async function runInShell(
+  shell: Shell,
+  command: string,
+  timeoutMs: number,
+): Promise<{ output: string; exitCode: number; timedOut: boolean }> {
+  const r = await shell.run(command, { timeoutMs });
+  let output = r.output;
+  if (r.timedOut) output += '\n[the command timed out and was killed]';
+  return { output, exitCode: r.exitCode, timedOut: r.timedOut };
 }
 
 /**

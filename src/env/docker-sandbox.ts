@@ -16,12 +16,21 @@
  * outright (SIGKILL, the OOM killer) cannot remove its containers, so each create() removes the
  * containers whose owner, in this PID namespace, has ended.
  */
+import { randomBytes } from 'node:crypto';
 import { readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Duplex } from 'node:stream';
 import { Writable } from 'node:stream';
 import Docker from 'dockerode';
 import { invalidArgument, SwerlError } from '../errors.js';
+import {
+  INTERRUPT_SCRIPT,
+  PersistentShell,
+  type Shell,
+  type ShellBackend,
+  type ShellOptions,
+  type ShellProcess,
+} from './persistent-shell.js';
 import { processEnded } from './process-state.js';
 import type { ExecResult } from './sandbox.js';
 import type { Sandbox } from './sandbox-api.js';
@@ -163,6 +172,7 @@ export class DockerSandbox implements Sandbox {
   #base: string;
   #execs = 0;
   #closed = false;
+  readonly #shells = new Set<Shell>();
 
   private constructor(docker: Docker, container: Docker.Container, workdir: string, o: Limits, base: string) {
     this.#docker = docker;
@@ -276,6 +286,104 @@ export class DockerSandbox implements Sandbox {
     return r;
   }
 
+  /**
+   * Opens a persistent shell (persistent-shell.ts): one `docker exec -i` of `bash --noprofile
+   * --norc` kept open, in the workdir, in a process group of its own (as exec's, under `timeout`,
+   * here with no time limit), which close() kills.
+   */
+  async openShell(o: ShellOptions = {}): Promise<Shell> {
+    if (this.#closed) throw new SwerlError('this sandbox is closed', 'DISPOSED');
+    const id = `${process.pid}-shell-${++this.#execs}-${randomBytes(4).toString('hex')}`;
+    const backend: ShellBackend = {
+      start: () => this.#startShell(id),
+      commandFile: `/tmp/.swerl-shell-${id}`,
+      workdir: this.workdir,
+      maxOutputBytes: this.#o.maxOutputBytes,
+      timeoutMs: this.#o.timeoutMs,
+    };
+    const shell = new PersistentShell(backend, o, () => this.#shells.delete(shell));
+    this.#shells.add(shell);
+    return shell;
+  }
+
+  #startShell(id: string): ShellProcess {
+    if (this.#closed) throw new SwerlError('this sandbox is closed', 'DISPOSED');
+    const data: ((d: Buffer) => void)[] = [];
+    const exits: ((code: number | null, signal: string | null) => void)[] = [];
+    let exit: { code: number | null } | null = null;
+    let stream: Duplex | null = null;
+    const early: Buffer[] = []; // written before the exec's stream is open
+    const sink = new Writable({
+      write: (d: Buffer, _enc, done) => {
+        for (const f of data) f(d);
+        done();
+      },
+    });
+    const ended = (async () => {
+      try {
+        const exec = await this.#container.exec({
+          Cmd: [
+            'bash',
+            '-c',
+            'echo $$ > "/tmp/.swerl-exec-$1"; cd "$2" || exit 1; exec 2>&1; exec timeout 0 bash --noprofile --norc',
+            'swerl',
+            id,
+            this.workdir,
+          ],
+          AttachStdin: true,
+          AttachStdout: true,
+          AttachStderr: true,
+          WorkingDir: '/',
+          Env: ['LANG=C.UTF-8', 'TERM=dumb', 'PAGER=cat', 'GIT_PAGER=cat'],
+        });
+        const s = (await exec.start({ hijack: true, stdin: true })) as Duplex;
+        stream = s;
+        s.on('error', () => {});
+        this.#docker.modem.demuxStream(s, sink, sink);
+        for (const d of early.splice(0)) s.write(d);
+        await new Promise<void>((res) => {
+          s.on('end', res);
+          s.on('close', res);
+          s.on('error', () => res());
+        });
+        let code: number | null = -1;
+        try {
+          code = (await exec.inspect()).ExitCode ?? -1;
+        } catch {
+          // the container is gone
+        }
+        exit = { code };
+      } catch {
+        exit = { code: -1 };
+      }
+      for (const f of exits) f(exit.code, null);
+    })();
+    return {
+      write: (d) => {
+        if (stream) stream.write(d);
+        else early.push(d);
+      },
+      onData: (f) => {
+        data.push(f);
+      },
+      onExit: (f) => {
+        exits.push(f);
+      },
+      interrupt: async (inner, sinceMs) => {
+        await this.#run(['bash', '-c', INTERRUPT_SCRIPT, 'swerl', '0', String(inner), String(Math.ceil(sinceMs))], {
+          cap: 64 * 1024,
+          timeoutMs: 10_000,
+          id: null,
+        }).catch(() => {});
+      },
+      kill: async () => {
+        await this.#killGroup(id);
+        (stream as Duplex | null)?.destroy();
+        await ended;
+      },
+    };
+  }
+
   /** Reads a workspace file (PATH_ESCAPE when it resolves outside the workdir). */
   async readFile(path: string): Promise<string> {
     const rel = this.#checkPath(path);
@@ -336,6 +444,7 @@ export class DockerSandbox implements Sandbox {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    await Promise.all([...this.#shells].map((sh) => sh.close()));
     await this.#container.remove({ force: true }).catch(() => {});
   }
 

@@ -343,7 +343,7 @@ export class PersistentShell implements Shell {
 /**
  * The SIGUSR1-and-kill step of a timeout, as a bash script (run where the shell's pids are
  * visible: on the host for LocalSandbox, in the container for Docker). Arguments: a pid whose
- * subtree holds the shell, the shell's pid as it sees itself (the last NSpid entry), and the
+ * subtree holds the shell (0: any process, as in a container, where a docker exec has no parent), the shell's pid as it sees itself (the last NSpid entry), and the
  * command's age in ms: processes under the shell that started within it are SIGKILLed, older
  * ones (background jobs of earlier commands) are left. Reads /proc with builtins only.
  */
@@ -355,7 +355,7 @@ for s in /proc/[0-9]*/stat; do
   set -- \${line##*) }
   parent[$p]=$2; start[$p]=\${20}
 done
-under() { local q=$1; while [ -n "$q" ] && [ "$q" != 0 ]; do [ "$q" = "$root" ] && return 0; q=\${parent[$q]-}; done; return 1; }
+under() { [ "$root" = 0 ] && return 0; local q=$1; while [ -n "$q" ] && [ "$q" != 0 ]; do [ "$q" = "$root" ] && return 0; q=\${parent[$q]-}; done; return 1; }
 shell=
 for p in "\${!parent[@]}"; do
   under "$p" || continue
