@@ -420,7 +420,7 @@ describe.skipIf(!canSandbox)('the bash tools give the Node tools’ bytes', () =
           expectSame(a, b, c);
         }
       }),
-      { numRuns: 15, seed: 7 },
+      { numRuns: 10, seed: 7 },
     );
   });
 
