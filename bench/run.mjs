@@ -4,7 +4,7 @@
  * date, per-suite details). The machine suite always runs first: the other suites report their
  * figures against its limits.
  *
- * Usage: node bench/run.mjs [--suite machine|kv|sample|loss|model|engine|env|rollout]... [--quick]
+ * Usage: node bench/run.mjs [--suite machine|kv|sample|loss|model|engine|env|shell|rollout]... [--quick]
  *        [--out PATH] [--checkpoint DIR]
  *   --suite  run only these suites (repeatable or comma-separated; machine always runs)
  *   --quick  short run (smoke test)
@@ -27,6 +27,7 @@ import { machineSuite } from './machine.mjs';
 import { modelSuite } from './model.mjs';
 import { rolloutSuite } from './rollout.mjs';
 import { sampleSuite } from './sample.mjs';
+import { shellSuite } from './shell.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -38,6 +39,7 @@ const SUITES = {
   model: modelSuite,
   engine: engineSuite,
   env: envSuite,
+  shell: shellSuite,
   rollout: rolloutSuite,
 };
 
@@ -53,7 +55,7 @@ const { values } = parseArgs({
 
 if (values.help) {
   process.stdout.write(
-    'node bench/run.mjs [--suite machine|kv|sample|loss|model|engine|env|rollout]... [--quick] [--out PATH]\n' +
+    'node bench/run.mjs [--suite machine|kv|sample|loss|model|engine|env|shell|rollout]... [--quick] [--out PATH]\n' +
       '                   [--checkpoint DIR]\n' +
       '  writes bench/results/latest.json and latest.meta.json\n' +
       "  --checkpoint: the rollout suite's policy (a run's checkpoints/<phase>; default a random model)\n",
