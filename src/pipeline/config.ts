@@ -45,6 +45,11 @@ export interface PipelineConfig {
    * them back; verl's rollout_data_dir). Default true.
    */
   saveRollouts: boolean;
+  /**
+   * Where episodes run. With 'docker', each task runs (and is graded) in `taskImage(task, image)`:
+   * its own `image`, else SWE-bench's name for the instance, else this `image`, else
+   * node:20-bookworm.
+   */
   sandbox: { kind: 'local' | 'docker'; image?: string };
   /** 'remote': an OpenAI-compatible server at `url` serving `model` (evaluation-only runs). */
   engine: { backend: 'local' | 'remote'; url?: string; model?: string; kvBlocks: number; maxBatchTokens: number };
