@@ -61,6 +61,7 @@ export {
   type MiniSweOptions,
 } from './env/mini-swe/generate.js';
 export { NAME_POOL } from './env/mini-swe/mutate.js';
+export { PersistentShell, type Shell, type ShellOptions } from './env/persistent-shell.js';
 export { patchPaths, protectedPathRule, protectedPathsIn } from './env/protected-paths.js';
 export {
   defaultSandboxDir,

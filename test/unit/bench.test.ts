@@ -46,6 +46,7 @@ describe('bench harness', () => {
         'engine.multiturn.vs_stateless',
         'env.sandbox.exec_per_s',
         'rollout.text_workers.episodes_per_s',
+        'shell.true.shell_per_s',
       ]) {
         expect(byName.has(name), name).toBe(true);
       }
