@@ -386,6 +386,14 @@ function sq(s: string): string {
   return `'${s.replaceAll("'", "'\\''")}'`;
 }
 
+/**
+ * The last step before the command: a bash that closes every file descriptor above 2 (whatever
+ * swerl's own parent left open without close-on-exec would otherwise reach the command: a pipe,
+ * a log, a device), then runs the command as `bash -c` (so bash's messages still read
+ * `/bin/bash: line 1: ...`). Used inside the `sh -c` scripts, where $0 is the command.
+ */
+const RUN_WITH_FDS_CLOSED = `/bin/bash -c 'for f in /proc/self/fd/*; do n=\${f##*/}; [ "$n" -gt 2 ] 2>/dev/null && { eval "exec $n>&-"; } 2>/dev/null; done; exec /bin/bash -c "$1"' /bin/bash "$0"`;
+
 const preludes = new Map<string, string>();
 const DEVICES = ['null', 'zero', 'full', 'random', 'urandom', 'tty'];
 
@@ -455,7 +463,7 @@ function unsharePrelude(network: boolean, diskBytes: number): string {
     'mount -o remount,bind,ro /',
     `cd ${SANDBOX_WORKDIR}`,
     `export HOME=${SANDBOX_WORKDIR} PATH=${SANDBOX_PATH}`,
-    'exec setpriv --inh-caps=-all --bounding-set=-all --no-new-privs -- /bin/bash -c "$0"',
+    `exec setpriv --inh-caps=-all --bounding-set=-all --no-new-privs -- ${RUN_WITH_FDS_CLOSED}`,
   );
   const script = lines.join('\n');
   preludes.set(key, script);
@@ -722,7 +730,7 @@ export class LocalSandbox {
     else {
       if (this.isolation === 'bwrap')
         argv.push('bwrap', ...bwrapArgs(this.root, this.#o.network, disk), '--setenv', 'HOME', this.workdir, '--');
-      argv.push('/bin/sh', '-c', 'exec 2>&1; exec /bin/bash -c "$0"', command);
+      argv.push('/bin/sh', '-c', `exec 2>&1; exec ${RUN_WITH_FDS_CLOSED}`, command);
     }
     return argv;
   }

@@ -144,6 +144,35 @@ for (const kind of ['bwrap', 'unshare'] as const) {
       for (const c of comms) expect(['bwrap', 'bash', 'ps']).toContain(c.trim());
     });
 
+    it('inherits no file descriptor of the process that made it (one left open without close-on-exec)', () => {
+      // A process whose fd 200 is open without close-on-exec (as a launcher's pipe or a log would be),
+      // in a sandbox and in a persistent shell: neither command may see or write it.
+      const script = `
+        const { LocalSandbox } = await import(${JSON.stringify(pathToFileURL(join(process.cwd(), 'dist', 'index.js')).href)});
+        const sb = await LocalSandbox.create({ isolation: '${kind}', repository: false });
+        const probe = 'if [ -e /proc/$$/fd/200 ]; then echo LEAKED; echo forged >&200; else echo closed; fi; ls /proc/$$/fd | tr "\\n" " "';
+        const a = await sb.exec(probe);
+        const shell = await sb.openShell();
+        const b = await shell.run(probe);
+        await sb.close();
+        console.log(JSON.stringify([a.output, b.output]));`;
+      // bash opens fd 200 on a log file without close-on-exec, then becomes node.
+      const log = join(mkdtempSync(join(tmpdir(), 'swerl-fd-')), 'log');
+      const r = spawnSync(
+        'bash',
+        ['-c', 'exec 200>>"$1"; exec "$2" --input-type=module -e "$3"', 'bash', log, process.execPath, script],
+        { encoding: 'utf8', timeout: 60_000 },
+      );
+      expect(r.status, r.stderr).toBe(0);
+      const [a, b] = JSON.parse(r.stdout.trim().split('\n').pop() ?? '[]') as string[];
+      for (const out of [a, b]) {
+        expect(out).toMatch(/^closed/);
+        expect(out).not.toContain('LEAKED');
+      }
+      expect(readFileSync(log, 'utf8')).toBe('');
+      rmSync(dirname(log), { recursive: true, force: true });
+    });
+
     it("sees only the /etc entries commands need, read-only, and no resolv.conf's content offline", async () => {
       const r = await sb.exec(
         'ls /etc; test -e /etc/shadow && echo SHADOW; test -e /etc/gitconfig && echo GITCONFIG; test -e /etc/ssl/private && echo PRIVATE; wc -c < /etc/resolv.conf; touch /etc/passwd /usr/x 2>&1 | head -1',
