@@ -130,11 +130,26 @@ async function openEvaluationSandbox(
 }
 
 async function grade(sb: Sandbox, task: SweTask, patch: string, log: string[]): Promise<Evaluation> {
+  // Before anything of the agent's is in the tree, the tools the grader needs must be there: a
+  // missing one is the grader's failure. After the patch, whatever the tests do is the patch's.
+  const probe = await sb.exec(
+    task.files ? 'command -v git && command -v node' : 'command -v git && { command -v python || command -v python3; }',
+  );
+  if (probe.exitCode !== 0) return runnerFailed(task, `git, node or python is missing: ${probe.output}`, log);
   if (patch.trim() !== '') {
     const applied = await applyDiff(sb, 'patch', patch, log);
+    if (applied.exitCode === -1) return runnerFailed(task, applied.output, log);
     if (applied.exitCode !== 0) return verdict(task, new Map(), false, log);
   }
-  await restoreProtected(sb, task, patch, log);
+  try {
+    await restoreProtected(sb, task, patch, log);
+  } catch (e) {
+    // The patch left the tests where they cannot be put back (a path through a symlink that
+    // leaves the workspace): the patch's doing.
+    if (!(e instanceof SwerlError && e.code === 'PATH_ESCAPE')) throw e;
+    log.push(`# the tests cannot be restored over the patch: ${e.message}`);
+    return verdict(task, new Map(), false, log);
+  }
   if (task.test_patch.trim() !== '') {
     const applied = await applyDiff(sb, 'test_patch', task.test_patch, log);
     if (applied.exitCode !== 0)
@@ -145,17 +160,16 @@ async function grade(sb: Sandbox, task: SweTask, patch: string, log: string[]): 
         'TEST_PATCH_FAILED',
       );
   }
-  if (task.files) {
-    const r = await runNodeTests(sb, namedTestFiles(task));
-    log.push(r.log);
-    if (runnerMissing(r.run)) return runnerFailed(task, r.run.output, log);
-    return verdict(task, r.seen, r.run.timedOut, log);
-  }
-  const r = await runSweBenchTests(sb, task);
+  const r = task.files ? await runNodeTests(sb, namedTestFiles(task)) : await runSweBenchTests(sb, task);
   log.push(r.log);
-  if (runnerMissing(r.run)) return runnerFailed(task, r.run.output, log);
+  if (r.run.exitCode === -1) return runnerFailed(task, r.run.output, log);
+  if (r.run.output.includes(NO_DJANGO_LABEL))
+    return gradingError(task, new SwerlError(`${task.instance_id}: no Django test label to run`, 'INVALID_TASK'), log);
   return verdict(task, r.seen, r.run.timedOut, log);
 }
+
+/** What testSpec's Django command prints when the ids name no test it can find (a task problem). */
+const NO_DJANGO_LABEL = 'swerl: no Django test label to run';
 
 async function applyDiff(sb: Sandbox, name: string, diff: string, log: string[]) {
   await sb.writeFile(`${EVAL_DIR}/${name}.diff`, diff.endsWith('\n') ? diff : `${diff}\n`);
@@ -177,6 +191,12 @@ async function restoreProtected(sb: Sandbox, task: SweTask, patch: string, log: 
   if (paths.length === 0) return;
   log.push(`# restored from the task (the agent's patch touched them): ${paths.join(', ')}`);
   const quoted = paths.map(shellQuote).join(' ');
+  // A symlink the patch put on the way to a protected path (`tests -> elsewhere`) goes first, so
+  // the restore writes real directories inside the workspace.
+  const unlink = await sb.exec(
+    `for p in ${quoted}; do a=$(dirname -- "$p"); while [ "$a" != . ] && [ "$a" != / ]; do [ -L "$a" ] && rm -f -- "$a"; a=$(dirname -- "$a"); done; done; true`,
+  );
+  if (unlink.exitCode !== 0) throw new SwerlError(`cannot clear the way to the tests: ${unlink.output}`, 'IO_ERROR');
   if (task.files) {
     const files = task.files;
     const missing = paths.filter((p) => files[p] === undefined);
@@ -206,11 +226,6 @@ function namedTestFiles(task: SweTask): string[] {
   for (const id of [...task.FAIL_TO_PASS, ...task.PASS_TO_PASS])
     if (id.includes('::')) files.add(id.slice(0, id.indexOf('::')));
   return [...files].sort();
-}
-
-/** The runner could not start at all (127: command not found; 126: not executable). */
-function runnerMissing(run: { exitCode: number; output: string }): boolean {
-  return run.exitCode === 127 || run.exitCode === 126 || run.exitCode === -1;
 }
 
 function runnerFailed(task: SweTask, output: string, log: string[]): Evaluation {
@@ -251,9 +266,20 @@ function gradingError(task: SweTask, e: unknown, log: string[], code?: string): 
  */
 async function runSweBenchTests(sb: Sandbox, task: SweTask) {
   const spec = testSpec(task);
-  const run = await sb.exec(spec.command);
-  const log = `$ ${spec.family}: ${spec.command}\n${run.output}${run.timedOut ? '\n[timed out]' : ''}`;
-  return { seen: spec.parse(run.output), run, log };
+  // The log goes to a file, read whole: a long run's summary comes at its end, past any cap on a
+  // command's output.
+  const file = `${EVAL_DIR}/tests.log`;
+  const run = await sb.exec(`( ${spec.command}\n) > ${file} 2>&1`);
+  let output = '';
+  try {
+    output = await sb.readFile(file);
+  } catch {
+    output = run.output; // nothing written (the command did not start)
+  }
+  const shown =
+    output.length > 1 << 20 ? `[... ${output.length - (1 << 20)} characters]\n${output.slice(-(1 << 20))}` : output;
+  const log = `$ ${spec.family}: ${spec.command}\n${shown}${run.timedOut ? '\n[timed out]' : ''}`;
+  return { seen: spec.parse(output), run: { ...run, output }, log };
 }
 
 function failAll(task: SweTask): Record<string, 'pass' | 'fail'> {

@@ -96,9 +96,10 @@ function testIdFiles(task: SweTask): string[] {
 // Test files and runner configuration by name: JavaScript test files, Python test modules and
 // pytest's conftest/config, Django's and sympy's runners.
 const TEST_FILE = /(^|\/)(.*\.(test|spec)\.[cm]?[jt]sx?|test_[^/]*\.py|[^/]*_test\.py|conftest\.py)$/;
-const RUNNER_CONFIG = /(^|\/)(pytest\.ini|\.pytest\.ini|tox\.ini|package\.json|\.mocharc\.[a-z]+|\.noderc)$/;
+const RUNNER_CONFIG =
+  /(^|\/)(pytest\.ini|\.pytest\.ini|tox\.ini|pyproject\.toml|package\.json|\.mocharc\.[a-z]+|\.noderc)$/;
 const RUNNER_FILES = new Set(['tests/runtests.py', 'bin/test', 'setup.cfg']);
-const TEST_DIR = /(^|\/)(tests?|__tests__)\//;
+const TEST_DIR = /(^|\/)(tests?|__tests__)(\/|$)/;
 
 /**
  * Whether a path is protected for a task: a test file, a file under a test directory, the test

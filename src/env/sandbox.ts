@@ -833,6 +833,9 @@ export class LocalSandbox {
   /** Writes a workspace file, creating directories (PATH_ESCAPE when it resolves outside). */
   async writeFile(path: string, content: string, o: { executable?: boolean } = {}): Promise<void> {
     const target = insideOrThrow(this.root, path);
+    // Every directory on the way that exists must resolve inside the workspace before any is made:
+    // mkdir would otherwise follow a symlink an agent left (`test -> /somewhere`) onto the host.
+    await existingAncestorsInsideOrThrow(this.root, dirname(target), path);
     await mkdir(dirname(target), { recursive: true });
     const parent = await realpath(dirname(target));
     if (!within(this.root, parent)) throw pathEscape(path);
@@ -1014,6 +1017,26 @@ function killGroup(child: SpawnedChild): void {
     process.kill(-child.pid, 'SIGKILL');
   } catch {
     // already gone
+  }
+}
+
+/** Each existing directory from `root` down to `dir` resolves inside `root` (PATH_ESCAPE otherwise). */
+async function existingAncestorsInsideOrThrow(root: string, dir: string, path: string): Promise<void> {
+  let d = root;
+  for (const part of relative(root, dir).split(sep)) {
+    if (part === '' || part === '.') continue;
+    d = join(d, part);
+    let st: Awaited<ReturnType<typeof lstat>>;
+    try {
+      st = await lstat(d);
+    } catch {
+      return; // the rest is made by mkdir, inside what was checked
+    }
+    if (st.isSymbolicLink()) {
+      const real = await realpath(d).catch(() => null);
+      if (real === null || !within(root, real)) throw pathEscape(path);
+      d = real;
+    } else if (!st.isDirectory()) return; // mkdir fails on it (ENOTDIR)
   }
 }
 

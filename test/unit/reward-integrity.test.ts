@@ -15,6 +15,7 @@
  * patch and always cover its test patch.
  */
 import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -171,6 +172,22 @@ for (const isolation of ['bwrap', 'unshare'] as const)
         expect((await evaluatePatch(task, reporter)).outcome).toBe('unresolved');
       });
 
+      it('exit code 127 from the code under test is a failure of the patch, not a grading error', async () => {
+        const r = await evaluatePatch(task, sourceWith('process.exit(127);'));
+        expect(r.outcome).toBe('unresolved');
+      });
+
+      it('a symlink in place of the test directory neither escapes the workspace nor dodges the verdict', async () => {
+        const outside = join(tmpdir(), `swerl-escape-${process.pid}-${isolation}`);
+        const link = `diff --git a/test b/test\nnew file mode 120000\n--- /dev/null\n+++ b/test\n@@ -0,0 +1 @@\n+${outside}\n\\ No newline at end of file\n`;
+        const gone =
+          rewrite('test/math.test.js', TEST_FILE, null) + rewrite('test/helpers.js', files['test/helpers.js'], null);
+        const r = await evaluatePatch(task, gone + link);
+        expect(r.outcome, r.log).toBe('unresolved');
+        expect((await evaluatePatch(task, gold + gone + link)).outcome).toBe('resolved');
+        expect(existsSync(outside)).toBe(false);
+      });
+
       it('skipping the failing test does not pass it', async () => {
         const skip = TEST_FILE.replace("test('adds'", "test.skip('adds'");
         expect((await evaluatePatch(task, rewrite('test/math.test.js', TEST_FILE, skip))).outcome).toBe('unresolved');
@@ -200,7 +217,14 @@ describe('protected paths', () => {
     const rule = protectedPathRule(task);
     for (const p of ['test/math.test.js', 'test/helpers.js', 'package.json', 'a/b/conftest.py', 'tests/x.py'])
       expect(rule(p), p).toBe(true);
-    for (const p of ['.swerl-eval/reporter.mjs', 'x/.swerl/bin/open', 'src/a/test_x.py', 'pytest.ini'])
+    for (const p of [
+      '.swerl-eval/reporter.mjs',
+      'x/.swerl/bin/open',
+      'src/a/test_x.py',
+      'pytest.ini',
+      'pyproject.toml',
+      'tests',
+    ])
       expect(rule(p), p).toBe(true);
     for (const p of ['src/math.js', 'README.md', 'lib/testing.py']) expect(rule(p), p).toBe(false);
   });
