@@ -1,7 +1,7 @@
 /**
  * evaluatePatches: many evaluations at once on a piscina pool of worker threads, so reward
  * computation runs beside rollouts without blocking the main thread. Results come back in job
- * order. A grader failure (outcome 'error': a Docker error, a dead worker) is retried a bounded
+ * order. A transient grader failure (outcome 'error': a Docker error, a dead worker) is retried a bounded
  * number of times and, if it persists, comes back as outcome 'error' with its code: never as
  * `resolved: false`, so that the rollout side can leave it out of training.
  */
@@ -72,7 +72,7 @@ export async function evaluatePatches(jobs: EvaluationJob[], o: EvaluatePatchesO
   return Promise.all(
     jobs.map(async (job) => {
       let ev = await attempt(job);
-      for (let k = 0; k < retries && ev.outcome === 'error'; k++) {
+      for (let k = 0; k < retries && ev.outcome === 'error' && transient(ev); k++) {
         const again = await attempt(job);
         again.log = `${ev.log}\n# retry ${k + 1} of ${retries}\n${again.log}`;
         ev = again;
@@ -80,6 +80,15 @@ export async function evaluatePatches(jobs: EvaluationJob[], o: EvaluatePatchesO
       return ev;
     }),
   );
+}
+
+/**
+ * A failure worth another attempt: an engine, a sandbox or a worker that failed; not a broken
+ * task (INVALID_TASK, TEST_PATCH_FAILED) or a missing runner, which would fail the same way again.
+ */
+function transient(ev: Evaluation): boolean {
+  const code = ev.error?.code ?? 'INTERNAL';
+  return code === 'SANDBOX_UNAVAILABLE' || code === 'IO_ERROR' || code === 'INTERNAL';
 }
 
 /** Stops the worker threads (they also stop by themselves when idle). */

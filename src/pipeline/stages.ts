@@ -14,7 +14,7 @@ import type { Engine } from '../engine/engine.js';
 import type { RemoteEngine } from '../engine/remote.js';
 import { expertPolicy } from '../env/mini-swe/expert.js';
 import { diffLines, JS_WORD, type SweTask } from '../env/tasks.js';
-import { invalidArgument } from '../errors.js';
+import { type ErrorCode, ErrorCodes, invalidArgument, SwerlError } from '../errors.js';
 import type { Model } from '../model/model.js';
 import { mulberry32 } from '../random.js';
 import { conversationTokens } from '../rollout/chatml.js';
@@ -234,7 +234,7 @@ export interface EvalResult {
   passK: number;
   k: number;
   tasks: number;
-  /** Samples the grader could not judge (left out of Pass@1 and Pass@k). */
+  /** Samples the grader could not judge (counted as unsolved in Pass@1 and Pass@k). */
   errors: number;
   /** Pass@1 and Pass@k per task repository (SWE-bench's per-repo breakdown; a mini-SWE module). */
   byRepo: Record<string, { pass1: number; passK: number; tasks: number }>;
@@ -286,23 +286,21 @@ export async function evaluate(
     ...rolloutOptions(c),
     onRecord: () => hooks.progress?.(validation ? `validate ${stage}` : `eval ${stage}`, ++done, tasks.length * k),
   });
-  // Samples the grader could not judge (`error`) count for nothing: a task's Pass@1 is over its
-  // judged samples, and a task with none is left out (and counted in `errors`).
+  // A sample the grader could not judge (`error`) counts as unsolved: a policy cannot raise its
+  // score by making its failures ungradable. The count is reported beside the figures.
+  allFailedOrThrow(records, validation ? `validate ${stage}` : `eval ${stage}`);
   let pass1 = 0;
   let passK = 0;
-  let judgedTasks = 0;
   const byRepo: EvalResult['byRepo'] = {};
   for (let i = 0; i < tasks.length; i++) {
-    const group = records.slice(i * k, (i + 1) * k).filter((r) => r.error === undefined);
-    if (group.length === 0) continue;
-    judgedTasks++;
-    const solved = group.filter((r) => r.resolved).length;
-    pass1 += solved / group.length;
+    const group = records.slice(i * k, (i + 1) * k);
+    const solved = group.filter((r) => r.resolved && r.error === undefined).length;
+    pass1 += solved / k;
     if (solved > 0) passK++;
     const name = (tasks[i] as SweTask).repo;
     byRepo[name] ??= { pass1: 0, passK: 0, tasks: 0 };
     const repo = byRepo[name];
-    repo.pass1 += solved / group.length;
+    repo.pass1 += solved / k;
     repo.passK += solved > 0 ? 1 : 0;
     repo.tasks++;
   }
@@ -310,7 +308,7 @@ export async function evaluate(
     e.pass1 /= e.tasks;
     e.passK /= e.tasks;
   }
-  const n = Math.max(1, judgedTasks);
+  const n = Math.max(1, tasks.length);
   const errors = records.filter((x) => x.error !== undefined).length;
   const r: EvalResult = { pass1: pass1 / n, passK: passK / n, k, tasks: tasks.length, errors, byRepo, records };
   const stats = { pass1: r.pass1, passK: r.passK, k, tasks: tasks.length, byRepo, ...episodeStats(records) };
@@ -322,6 +320,20 @@ export async function evaluate(
     hooks.log({ stage, event: 'eval', ...stats });
   }
   return r;
+}
+
+/**
+ * A phase whose every episode failed for reasons not the policy's (no sandbox isolation, no Docker
+ * engine, a missing image) has nothing to learn from or measure: it stops the run with the first
+ * error, rather than train on nothing and report 0%.
+ */
+export function allFailedOrThrow(records: RolloutRecord[], phase: string): void {
+  if (records.length === 0 || records.some((r) => r.error === undefined)) return;
+  const e = records[0]?.error ?? { code: 'INTERNAL', message: 'unknown' };
+  throw new SwerlError(
+    `every episode of ${phase} failed before it could be graded (${records.length} episodes); the first: ${e.message}`,
+    (ErrorCodes as readonly string[]).includes(e.code) ? (e.code as ErrorCode) : 'INTERNAL',
+  );
 }
 
 /**
@@ -364,6 +376,7 @@ export async function rft(
   });
   const rolloutSeconds = (performance.now() - t0) / 1000;
   hooks.rollouts?.('rft', records);
+  allFailedOrThrow(records, 'rft rollouts');
   const samples = rftSamples(records);
   const stats = { ...episodeStats(records), kept: samples.length, rolloutSeconds };
   hooks.log({ stage: 'rft', event: 'rollouts', ...stats });
@@ -450,6 +463,7 @@ export async function dapoIteration(
         onRecord: () => hooks.progress?.(`dapo ${iteration} rollouts`, ++done, total),
       })),
     );
+    allFailedOrThrow(records, `dapo ${iteration} rollouts`);
     batch = policySamples(records, batchOptions);
     const missing = tasks.length - (batch.groups - batch.droppedGroups);
     if (missing <= 0 || refillRounds >= c.dapo.refillRounds || spare.length === 0) break;

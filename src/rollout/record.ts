@@ -32,15 +32,16 @@ export interface RolloutRecord {
   logprobs: Float32Array;
   turns: RolloutTurn[];
   patch: string;
-  finishReason: 'submit' | 'max_turns' | 'max_context' | 'timeout';
+  /** How the episode ended; 'error' when it could not run (its sandbox failed: see `error`). */
+  finishReason: 'submit' | 'max_turns' | 'max_context' | 'timeout' | 'error';
   resolved: boolean;
   /** resolved (1/0) plus the turn penalty. */
   reward: number;
   /**
    * Present when the episode could not be run or graded for a reason that is not the policy's
-   * (the grader's outcome 'error', a sandbox that did not start, a command the sandbox could not
-   * run): such a record carries no reward signal and is left out of training, advantages and
-   * Pass@k, and counted as an error.
+   * (the grader's outcome 'error', a sandbox that did not start or failed during the episode):
+   * such a record carries no reward signal. It is left out of training and advantages, counts as
+   * unsolved in Pass@k, and is counted as an error in the metrics and the report.
    */
   error?: { code: string; message: string };
   timings: { wallMs: number; generateMs: number; toolMs: number; evaluateMs: number };

@@ -16,6 +16,7 @@
  * runRollouts rejects with that error once they have all ended.
  */
 
+import { setMaxListeners } from 'node:events';
 import { type EpisodeOptions, episodeReward, runEpisode } from '../agent/episode.js';
 import type { ActionFormat, AgentMessage, ParsedAction } from '../agent/scaffold.js';
 import type { Engine, GenerateRequest, Generation } from '../engine/engine.js';
@@ -152,6 +153,7 @@ export async function runRollouts(o: RolloutOptions): Promise<RolloutRecord[]> {
   const maxTokensPerTurn = checkInteger('maxTokensPerTurn', o.maxTokensPerTurn ?? 512, 1, 1 << 20);
   const maxContextTokens = checkInteger('maxContextTokens', o.maxContextTokens ?? 8192, 16, 1 << 24);
   const maxTurns = checkInteger('maxTurns', o.maxTurns ?? 40, 1, 1 << 16);
+  if (o.evaluationRetries !== undefined) checkInteger('evaluationRetries', o.evaluationRetries, 0, 100);
   const imEnd = o.tokenizer.tokenToId('<|im_end|>');
   if (imEnd === undefined) throw invalidArgument('tokenizer', 'a ChatML tokenizer (with <|im_end|>)', 'none');
   const open = () => (o.engine as { openSession(): SessionLike }).openSession();
@@ -166,6 +168,7 @@ export async function runRollouts(o: RolloutOptions): Promise<RolloutRecord[]> {
   // The first fatal error; it stops new episodes and aborts the ones in flight.
   let fatal: PolicyFailure | null = null;
   const abort = new AbortController();
+  setMaxListeners(concurrency + 8, abort.signal); // one listener per episode in flight
   const worker = async () => {
     while (next < jobs.length && fatal === null) {
       const k = next++;
@@ -181,8 +184,9 @@ export async function runRollouts(o: RolloutOptions): Promise<RolloutRecord[]> {
         out[k] = r;
         if (fatal === null) o.onRecord?.(r);
       } catch (e) {
-        if (!(e instanceof PolicyFailure)) throw e;
-        fatal ??= e;
+        // The policy's failure, or a bug of this coordinator's: either way the phase stops, and
+        // only once every episode in flight has ended and closed its session.
+        fatal ??= e instanceof PolicyFailure ? e : new PolicyFailure(e);
         abort.abort();
       }
     }
@@ -320,7 +324,7 @@ async function episode(
       // The sandbox or a command failed: not the policy's doing, so no reward either way.
       const error = { code: e instanceof SwerlError ? e.code : 'INTERNAL', message: (e as Error).message ?? String(e) };
       const t1 = performance.now();
-      return record({ turns: [] }, { patch: '', finishReason: 'timeout', resolved: false, reward: 0, error }, 0, t1);
+      return record({ turns: [] }, { patch: '', finishReason: 'error', resolved: false, reward: 0, error }, 0, t1);
     }
     if (fatal.aborted) throw new PolicyFailure(new Error('aborted: another episode failed'));
     const t1 = performance.now();

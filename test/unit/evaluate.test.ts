@@ -118,6 +118,10 @@ describe('evaluatePatches (piscina workers)', () => {
     expect(bad?.log).toContain('retry 2 of 2');
     expect(bad?.log).not.toContain('retry 3');
     expect(good?.outcome).toBe('resolved');
+    // A broken task fails the same way every time: not retried.
+    const [broken] = await evaluatePatches([{ task: { ...task, files: undefined }, patch: gold }], { retries: 2 });
+    expect(broken?.error?.code).toBe('INVALID_TASK');
+    expect(broken?.log).not.toContain('retry');
     await expect(evaluatePatches([{ task, patch: gold }], { retries: -1 })).rejects.toMatchObject({
       code: 'INVALID_ARGUMENT',
     });

@@ -21,6 +21,7 @@ import {
   SYSTEM_PROMPT,
   Tokenizer,
 } from '../../src/index.js';
+import { allFailedOrThrow } from '../../src/pipeline/stages.js';
 
 const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
 
@@ -68,13 +69,19 @@ describe.skipIf(!canSandbox)('rollout failures', () => {
     expect(bad).toHaveLength(2);
     for (const r of bad) {
       expect(r.error?.code).toBe('PATH_ESCAPE');
-      expect([r.resolved, r.reward, r.tokens.length]).toEqual([false, 0, 0]);
+      expect([r.resolved, r.reward, r.tokens.length, r.finishReason]).toEqual([false, 0, 0, 'error']);
     }
     // The first task's samples have the same seeds in both calls, so the same records.
     const first = (rs: RolloutRecord[]) => rs.filter((r) => r.instance_id === tasks[0]?.instance_id);
     expect(first(records).map((r) => Array.from(r.tokens))).toEqual(first(clean).map((r) => Array.from(r.tokens)));
     expect(records.filter((r) => r.error === undefined)).toHaveLength(4);
     expect(episodeStats(records).errors).toBe(2);
+    // A phase in which every episode failed stops, naming the failure, instead of training on nothing.
+    expect(() => allFailedOrThrow(bad, 'rft rollouts')).toThrow(/every episode of rft rollouts failed/);
+    expect(() => allFailedOrThrow(records, 'rft rollouts')).not.toThrow();
+    await expect(runRollouts({ engine, tokenizer, tasks, ...options, evaluationRetries: -1 })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
   });
 
   it('a failing engine rejects the call with its error, after every session has been closed', async () => {
