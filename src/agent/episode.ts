@@ -8,6 +8,7 @@ import { taskImage } from '../env/evaluate.js';
 import type { Shell } from '../env/persistent-shell.js';
 import { LocalSandbox, type SandboxOptions } from '../env/sandbox.js';
 import type { Sandbox } from '../env/sandbox-api.js';
+import { shellQuote } from '../env/shell-quote.js';
 import type { SweTask } from '../env/tasks.js';
 import { invalidArgument, SwerlError } from '../errors.js';
 import {
@@ -175,10 +176,6 @@ export async function runEpisode(o: EpisodeOptions): Promise<Trajectory> {
   }
 }
 
-function sq(s: string): string {
-  return `'${s.replaceAll("'", "'\\''")}'`;
-}
-
 /**
  * The episode's persistent shell, set up as runCommand sets up each command: SWERL_WS exported and
  * the tools first on PATH (once, when the shell starts or restarts), and the working directory
@@ -189,8 +186,8 @@ async function openEpisodeShell(sb: Sandbox): Promise<Shell> {
     throw new SwerlError(`a ${sb.isolation} sandbox has no persistent shell`, 'INVALID_ARGUMENT');
   const ws = sb.workdir;
   return sb.openShell({
-    init: `export SWERL_WS=${sq(ws)} PATH=${sq(`${ws}/.swerl/bin`)}:$PATH`,
-    afterEach: `pwd > ${sq(`${ws}/.swerl/cwd`)}`,
+    init: `export SWERL_WS=${shellQuote(ws)} PATH=${shellQuote(`${ws}/.swerl/bin`)}:$PATH`,
+    afterEach: `pwd > ${shellQuote(`${ws}/.swerl/cwd`)}`,
   });
 }
 

@@ -6,9 +6,13 @@
  * tools.ts: SWE-bench images have no node).
  */
 import type { Sandbox } from '../env/sandbox-api.js';
+import { shellQuote } from '../env/shell-quote.js';
 import type { SweTask } from '../env/tasks.js';
 import { invalidArgument } from '../errors.js';
 import { toolFiles, WINDOW } from './tools.js';
+
+/** A tool call's argument (any JSON value), quoted for the shell. */
+const q = (value: unknown): string => shellQuote(String(value));
 
 /** One chat message of a trajectory. */
 export interface AgentMessage {
@@ -126,10 +130,6 @@ export function parseAction(text: string, format: ActionFormat = 'command'): Par
   }
   const command = toolCallCommand(call);
   return command === null ? { kind: 'error', error: 'cannot extract command' } : { kind: 'command', command };
-}
-
-function q(s: unknown): string {
-  return `'${String(s).replace(/'/g, `'\\''`)}'`;
 }
 
 /** The shell command a <tool_call> stands for (null when it names no known tool). */

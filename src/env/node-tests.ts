@@ -14,6 +14,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ExecResult } from './sandbox.js';
 import type { Sandbox } from './sandbox-api.js';
+import { shellQuote } from './shell-quote.js';
 
 /** Where swerl's evaluation files live in the workspace (restored after the agent's patch). */
 export const EVAL_DIR = '.swerl-eval';
@@ -75,7 +76,7 @@ export async function runNodeTests(sb: Sandbox, files: string[] | null): Promise
   await sb.writeFile(`${EVAL_DIR}/reporter.mjs`, REPORTER);
   await sb.writeFile(`${EVAL_DIR}/guard.mjs`, GUARD);
   await sb.writeFile(`${EVAL_DIR}/nonce`, nonce);
-  const quoted = (files ?? []).map((f) => `'${f.replace(/'/g, `'\\''`)}'`).join(' ');
+  const quoted = (files ?? []).map(shellQuote).join(' ');
   const run = await sb.exec(
     `node --test --import ./${EVAL_DIR}/guard.mjs --test-reporter=./${EVAL_DIR}/reporter.mjs --test-reporter-destination=stdout ${quoted}`,
   );

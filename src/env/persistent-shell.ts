@@ -23,6 +23,7 @@
 import { randomBytes } from 'node:crypto';
 import { invalidArgument, SwerlError } from '../errors.js';
 import type { ExecResult } from './sandbox.js';
+import { shellQuote } from './shell-quote.js';
 
 /** A running shell process, as a sandbox starts it. */
 export interface ShellProcess {
@@ -79,17 +80,12 @@ const START_TIMEOUT_MS = 30_000;
 const INTERRUPT_EVERY_MS = 100;
 const INTERRUPT_TRIES = 10;
 
-/** Quotes a string for sh. */
-function sq(s: string): string {
-  return `'${s.replaceAll("'", "'\\''")}'`;
-}
-
 /**
  * The script the shell runs first: the protocol's functions, the abort trap, the working
  * directory, the caller's init, then a ready marker with the shell's pid.
  */
 function bootstrap(b: ShellBackend, cwd: string, o: ShellOptions, ready: [string, string]): string {
-  const f = sq(b.commandFile);
+  const f = shellQuote(b.commandFile);
   const trap = `trap '[ -n "\${__swerl_busy-}" ] && [ "\${FUNCNAME[0]-}" != __swerl_end ] && return 130' USR1`;
   return [
     // fd 62 is the protocol's: a command's `exec >file` does not hide the markers.
@@ -98,7 +94,7 @@ function bootstrap(b: ShellBackend, cwd: string, o: ShellOptions, ready: [string
     // The command's bytes, exactly: -N counts bytes under LC_ALL=C, and does not split on IFS.
     `__swerl_read() { IFS= LC_ALL=C builtin read -r -N "$1" __swerl_c; builtin printf '%s' "$__swerl_c" > ${f}; builtin unset __swerl_c; __swerl_busy=1; }`,
     `__swerl_end() { __swerl_busy=; builtin set +e; { ${o.afterEach ?? ':'}; } >/dev/null 2>&1 </dev/null; ${trap}; builtin printf '\\0SWERL%s%s:%d:%s\\0' "$2" "$3" "$1" "$PWD" >&62; }`,
-    `builtin cd -- ${sq(cwd)} 2>/dev/null || builtin cd -- ${sq(b.workdir)}`,
+    `builtin cd -- ${shellQuote(cwd)} 2>/dev/null || builtin cd -- ${shellQuote(b.workdir)}`,
     `{ ${o.init ?? ':'}; } >/dev/null 2>&1 </dev/null`,
     `builtin printf '\\0SWERL%s%s:%d:%s\\0' ${ready[0]} ${ready[1]} $$ "$PWD" >&62`,
     '',
@@ -226,7 +222,7 @@ export class PersistentShell implements Shell {
     proc.write(
       Buffer.concat([
         Buffer.from(
-          `{ \\__swerl_read ${bytes.length}; \\builtin source ${sq(this.#b.commandFile)} </dev/null >&62 2>&62; \\__swerl_end $? ${a} ${z}; } 2>/dev/null\n`,
+          `{ \\__swerl_read ${bytes.length}; \\builtin source ${shellQuote(this.#b.commandFile)} </dev/null >&62 2>&62; \\__swerl_end $? ${a} ${z}; } 2>/dev/null\n`,
         ),
         bytes,
       ]),

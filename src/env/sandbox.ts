@@ -66,6 +66,7 @@ import {
   type ShellOptions,
   type ShellProcess,
 } from './persistent-shell.js';
+import { shellQuote } from './shell-quote.js';
 import { type SpawnedChild, spawnRelayed } from './spawn-relay.js';
 import { removeOwnWorkspacesAtExit, useWorkspaceDir, workspacePrefix } from './workspace-dirs.js';
 
@@ -381,11 +382,6 @@ function unshareArgs(network: boolean): string[] {
   ];
 }
 
-/** Quotes a string for sh. */
-function sq(s: string): string {
-  return `'${s.replaceAll("'", "'\\''")}'`;
-}
-
 /**
  * The last step before the command: a bash that closes every file descriptor above 2 (whatever
  * swerl's own parent left open without close-on-exec would otherwise reach the command: a pipe,
@@ -425,23 +421,23 @@ function unsharePrelude(network: boolean, diskBytes: number): string {
     'set -e',
     'PATH=/usr/sbin:/usr/bin:/sbin:/bin', // pivot_root is in sbin
     `mount -t tmpfs -o size=4m,mode=0755 swerl-root ${R}`,
-    `mkdir -p ${[...dirs, ...files.map(dirname)].map((d) => sq(R + d)).join(' ')}`,
-    ...files.map((f) => `: > ${sq(R + f)}`),
+    `mkdir -p ${[...dirs, ...files.map(dirname)].map((d) => shellQuote(R + d)).join(' ')}`,
+    ...files.map((f) => `: > ${shellQuote(R + f)}`),
     // "." as the kernel resolves it, from the cwd: its path may now be hidden by the tmpfs.
     `mount --no-canonicalize --rbind . ${R}${SANDBOX_WORKDIR}`,
   ];
   // Links named as their target's last part (merged /usr: bin → usr/bin) take one `ln`.
   const same = v.links.filter((l) => basename(l.target) === basename(l.path) && dirname(l.path) === '/');
-  if (same.length > 0) lines.push(`ln -s ${same.map((l) => sq(l.target)).join(' ')} ${R}/`);
-  for (const l of v.links) if (!same.includes(l)) lines.push(`ln -s ${sq(l.target)} ${sq(R + l.path)}`);
-  for (const b of others) lines.push(`mount --rbind -o ro ${sq(b)} ${sq(R + b)}`);
+  if (same.length > 0) lines.push(`ln -s ${same.map((l) => shellQuote(l.target)).join(' ')} ${R}/`);
+  for (const l of v.links) if (!same.includes(l)) lines.push(`ln -s ${shellQuote(l.target)} ${shellQuote(R + l.path)}`);
+  for (const b of others) lines.push(`mount --rbind -o ro ${shellQuote(b)} ${shellQuote(R + b)}`);
   if (v.etc !== null) {
-    lines.push(`mount --rbind -o ro ${sq(v.etc)} ${R}/etc`);
+    lines.push(`mount --rbind -o ro ${shellQuote(v.etc)} ${R}/etc`);
     if (network && existsSync('/etc/resolv.conf'))
       lines.push(`mount --bind -o ro /etc/resolv.conf ${R}/etc/resolv.conf`);
   }
   // Copies, not binds: one process instead of one per entry; the root is made read-only below.
-  if (etc.length > 0) lines.push(`cp -RP --parents ${etc.map(sq).join(' ')} ${R}/`);
+  if (etc.length > 0) lines.push(`cp -RP --parents ${etc.map(shellQuote).join(' ')} ${R}/`);
   lines.push(
     `mount -t proc proc ${R}/proc`,
     // No nested user namespace (as bwrap's --disable-userns): in one the command would hold every
@@ -960,7 +956,7 @@ async function mountCapped(dirs: string[], mib: number, uid: number): Promise<bo
   const script = dirs
     .map(
       (d, i) =>
-        `mount -t tmpfs -o size=${mib}m,mode=0700${i === 0 ? `,uid=${uid},gid=${uid}` : ''} swerl-workspace ${sq(d)}`,
+        `mount -t tmpfs -o size=${mib}m,mode=0700${i === 0 ? `,uid=${uid},gid=${uid}` : ''} swerl-workspace ${shellQuote(d)}`,
     )
     .join(' && ');
   const ok = (await runQuiet('/bin/sh', ['-c', script])) === 0;

@@ -6,6 +6,7 @@
  * (docs/swe-bench.md lists the families, id forms and what is refused).
  */
 import { SwerlError } from '../../errors.js';
+import { shellQuote } from '../shell-quote.js';
 import type { SweTask } from '../tasks.js';
 import { parseDjangoLog, parsePytestLog, parseSympyLog } from './log-parsers.js';
 import { djangoTargets, isPytestId, pytestFiles, sympyFiles, taskIds } from './targets.js';
@@ -22,10 +23,8 @@ export interface TestSpec {
   parse(log: string): Map<string, boolean>;
 }
 
-/** Single-quotes a word for bash. */
-export function shellQuote(word: string): string {
-  return `'${word.replace(/'/g, `'\\''`)}'`;
-}
+/** Single-quotes a word for bash (re-exported: one copy for the whole package). */
+export { shellQuote } from '../shell-quote.js';
 
 /**
  * SWE-bench images keep the project's environment in conda's `testbed` env; others (and the
