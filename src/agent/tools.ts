@@ -10,9 +10,9 @@
  * number is formatted as Node's path.resolve / path.relative / JSON.stringify / Number would,
  * and all text work is byte-wise (LC_ALL=C), which equals Node's UTF-16 work on valid UTF-8.
  * Known differences (documented, not reproduced): files that are not valid UTF-8 (Node would
- * read and write U+FFFD), files holding NUL bytes given to `replace`, `replace --replace-all ''`
- * on a file of two or more characters, and Node's stack traces (where a Node script threw, e.g.
- * `edit --file DIR`, these print one `Error: …` line and exit 1 as Node does).
+ * read and write U+FFFD), an empty `replace` search in a file holding NUL bytes (an error here),
+ * and Node's stack traces (where a Node script threw, e.g. `edit --file DIR`, these print one
+ * `Error: …` line and exit 1 as Node does).
  *
  * In the script templates below `@{` stands for bash's `$` + `{` (a template literal would read
  * it as a substitution); {@link toolFiles} turns it back.
