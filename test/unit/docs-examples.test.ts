@@ -1,6 +1,7 @@
 /**
  * Every code block of the docs fenced as ```js test runs, as written, against the built package
  * (`import ... from 'swerl'` resolves to dist/): a doc example that no longer works fails here.
+ * A block fenced as ```text output right after it is what the example must print.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -14,9 +15,14 @@ const docs = join(root, 'docs');
 const blocks = readdirSync(docs)
   .filter((f) => f.endsWith('.md'))
   .flatMap((f) =>
-    [...readFileSync(join(docs, f), 'utf8').matchAll(/^```js test\n([\s\S]*?)^```$/gm)].map((m, i) => ({
+    [
+      ...readFileSync(join(docs, f), 'utf8').matchAll(
+        /^```js test\n([\s\S]*?)^```\n(?:\n```text output\n([\s\S]*?)^```$)?/gm,
+      ),
+    ].map((m, i) => ({
       name: `docs/${f} example ${i + 1}`,
       code: m[1] as string,
+      output: m[2],
     })),
   );
 
@@ -30,7 +36,7 @@ describe('docs examples', () => {
         const file = join(dir, 'example.mjs');
         writeFileSync(file, b.code.replace(/from 'swerl'/g, `from '${entry}'`));
         const out = execFileSync(process.execPath, [file], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
-        expect(out).toBeTypeOf('string');
+        if (b.output !== undefined) expect(out).toBe(b.output);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

@@ -113,19 +113,19 @@ describe.skipIf(!canSandbox)('LocalSandbox.openShell', () => {
     try {
       await sh.run('export STAY=1');
       const sleep = await sh.run('echo partial; for i in 1 2 3; do sleep 20; done; echo not-reached', {
-        timeoutMs: 400,
+        timeoutMs: 1500, // room for 'echo partial' on a loaded machine
       });
       expect(sleep).toMatchObject({ exitCode: 137, timedOut: true });
       expect(sleep.output).toMatch(/^partial\n/);
       expect(sleep.output).not.toContain('not-reached');
-      expect(sleep.durationMs).toBeLessThan(3000);
-      const loop = await sh.run('echo spin; while :; do :; done', { timeoutMs: 400 });
+      expect(sleep.durationMs).toBeLessThan(10_000); // far below the 60 s the sleeps would take
+      const loop = await sh.run('echo spin; while :; do :; done', { timeoutMs: 1500 });
       expect(loop).toMatchObject({ exitCode: 137, timedOut: true });
       expect(loop.output).toBe('spin\n');
       // The shell itself survived both: the variable is still there.
       expect(await sh.run('echo $STAY')).toMatchObject({ exitCode: 0, output: '1\n', timedOut: false });
       // A command that ignores the abort signal costs the shell; the next run starts a new one.
-      const stubborn = await sh.run('trap "" USR1; while :; do :; done', { timeoutMs: 300 });
+      const stubborn = await sh.run('trap "" USR1; while :; do :; done', { timeoutMs: 1000 });
       expect(stubborn.timedOut).toBe(true);
       expect(await sh.run('echo "[$STAY]"')).toMatchObject({ exitCode: 0, output: '[]\n' });
     } finally {
