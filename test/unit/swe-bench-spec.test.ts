@@ -302,7 +302,7 @@ const RECORDED_FAILS: Record<string, string[]> = {
   'sympy__sympy-23262 gold': [],
 };
 
-describe.skipIf(!hasParquet)('log parsers on recorded Django 3.2 and sympy 1.11 runs of the rows' own commands', () => {
+describe.skipIf(!hasParquet)("log parsers on recorded Django 3.2 and sympy 1.11 runs of the rows' own commands", () => {
   for (const name of ['django-3.2-py311-recorded.log', 'django-3.2-py38-recorded.log', 'sympy-1.11-recorded.log'])
     it(`${name}: every id of each run's row, with the outcome the log shows`, () => {
       expect(fixture(name).split('\n', 1)[0]).toMatch(/^# recorded \d{4}-\d\d-\d\d, not reconstructed: /);
@@ -323,7 +323,7 @@ describe.skipIf(!hasParquet)('log parsers on recorded Django 3.2 and sympy 1.11 
       }
     });
 
-  it('the recorded runs outside the rows' ids: skips, expected failures, output, the Python 3.11 forms', () => {
+  it("the recorded runs outside the rows' ids: skips, expected failures, output, the Python 3.11 forms", () => {
     const run = (name: string, key: string) =>
       recordedRuns(name).find((r) => `${r.instance} ${r.state}` === key)?.log ?? '';
     const c = 'model_fields.test_decimalfield.DecimalFieldTests';
