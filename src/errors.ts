@@ -50,6 +50,8 @@ export const ErrorCodes = [
   'INVALID_CONFIG',
   /** A run folder cannot be resumed (no checkpoint, or one from a different config). */
   'CANNOT_RESUME',
+  /** A new run was started into a folder that holds a run (resume it, force a new one, or choose another). */
+  'RUN_EXISTS',
 ] as const;
 
 /** One of {@link ErrorCodes}. */

@@ -10,13 +10,14 @@ import { SwerlError } from '../errors.js';
 import { loadConfig, type PipelineConfig, PRESETS, resolveConfig } from '../pipeline/config.js';
 import { runPipeline } from '../pipeline/run.js';
 
-const USAGE = `usage: node train.js [--preset default|smoke] [--config FILE] [--out DIR] [--resume]
+const USAGE = `usage: node train.js [--preset default|smoke] [--config FILE] [--out DIR] [--resume | --force]
 
 Runs the swerl pipeline: mini-SWE tasks -> warm-start -> eval -> RFT -> eval -> DAPO -> eval.
   --preset NAME   default (at most 25 min on 2 cores) or smoke (under 2 min)
   --config FILE   a JSON config over a preset (model dir, tasks file, sandbox, engine, hyperparameters)
   --out DIR       the run folder (default runs/<preset>): summary.json, metrics.jsonl, report.html, checkpoints/
   --resume        continue the run in --out from its last checkpoint
+  --force         start over in an --out that holds a run (the old run is moved aside, whole)
   -h, --help      this text`;
 
 /**
@@ -24,7 +25,7 @@ Runs the swerl pipeline: mini-SWE tasks -> warm-start -> eval -> RFT -> eval -> 
  * `command` is how the user started it, for the resume hint after Ctrl-C.
  */
 export async function main(argv: string[], command = 'node train.js'): Promise<number> {
-  let values: { preset?: string; config?: string; out?: string; resume?: boolean; help?: boolean };
+  let values: { preset?: string; config?: string; out?: string; resume?: boolean; force?: boolean; help?: boolean };
   try {
     ({ values } = parseArgs({
       args: argv,
@@ -33,6 +34,7 @@ export async function main(argv: string[], command = 'node train.js'): Promise<n
         config: { type: 'string' },
         out: { type: 'string' },
         resume: { type: 'boolean' },
+        force: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -45,6 +47,12 @@ export async function main(argv: string[], command = 'node train.js'): Promise<n
   if (values.help) {
     console.log(USAGE);
     return 0;
+  }
+  if (values.resume && values.force) {
+    console.error(
+      `--resume continues the run in --out and --force starts a new one there: give one of them\n\n${USAGE}`,
+    );
+    return 1;
   }
   let config: PipelineConfig;
   try {
@@ -98,7 +106,9 @@ export async function main(argv: string[], command = 'node train.js'): Promise<n
   // user is told how to continue. The exit code is the shell's for a death by that signal.
   const interrupted = (signal: NodeJS.Signals) => {
     if (current) bar.stop();
-    const again = [command, ...argv.filter((a) => a !== '--resume').map(shellWord), '--resume'].join(' ');
+    const again = [command, ...argv.filter((a) => a !== '--resume' && a !== '--force').map(shellWord), '--resume'].join(
+      ' ',
+    );
     console.error(
       `\nswerl: interrupted (${signal}). Finished phases are saved in ${out}; continue with: ${again}${values.out ? '' : ` --out ${shellWord(out)}`}`,
     );
@@ -107,7 +117,13 @@ export async function main(argv: string[], command = 'node train.js'): Promise<n
   process.once('SIGINT', interrupted);
   process.once('SIGTERM', interrupted);
   try {
-    const summary = await runPipeline(config, { out, resume: values.resume ?? false, progress, say });
+    const summary = await runPipeline(config, {
+      out,
+      resume: values.resume ?? false,
+      force: values.force ?? false,
+      progress,
+      say,
+    });
     if (current) bar.stop();
     console.log(`\n| stage | Pass@1 | Pass@k | k | held-out tasks |\n|---|---|---|---|---|`);
     for (const s of summary.stages)

@@ -76,6 +76,11 @@ export interface RunOptions {
   out: string;
   /** Continue the run in `out` from its last checkpoint. */
   resume?: boolean;
+  /**
+   * Start over in an `out` that holds a run: the old run is first moved aside, whole, to
+   * `<out>.replaced-<time>` (one rename: never half a run). Without it such a folder is RUN_EXISTS.
+   */
+  force?: boolean;
   /** Progress of the current unit of work (progress bars). */
   progress?: (label: string, done: number, total: number) => void;
   /** Human-readable lines: one per phase and per DAPO iteration. */
@@ -97,6 +102,20 @@ interface RunState {
 }
 
 const EVAL_NAMES: Record<string, string> = { 'eval-base': 'base', 'eval-rft': 'rft', 'eval-dapo': 'dapo' };
+
+/**
+ * What of a run a folder holds (state.json, metrics, rollouts, checkpoints, the summary and the
+ * report); empty for a folder that does not exist, is empty, or holds only an empty checkpoints/.
+ */
+async function runArtefacts(out: string): Promise<string[]> {
+  const entries = await readdir(out).catch(() => [] as string[]);
+  const held: string[] = [];
+  for (const name of ['state.json', 'metrics.jsonl', 'summary.json', 'report.html', 'rollouts'])
+    if (entries.includes(name)) held.push(name);
+  if (entries.includes('checkpoints') && (await readdir(join(out, 'checkpoints')).catch(() => [])).length > 0)
+    held.push('checkpoints/');
+  return held;
+}
 
 /** The config's hash in state.json: `--resume` refuses a run folder whose hash differs. */
 export function hashConfig(c: PipelineConfig): string {
@@ -175,6 +194,19 @@ export function embeddedModelConfig(c: PipelineConfig, vocabSize: number): HfMod
 export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<RunSummary> {
   const t0 = performance.now();
   const say = o.say ?? (() => {});
+  if (!o.resume) {
+    const held = await runArtefacts(o.out);
+    if (held.length > 0 && !o.force)
+      throw new SwerlError(
+        `${o.out} holds a run (${held.join(', ')}): continue it with --resume, start over with --force (the old run is moved aside to ${o.out}.replaced-<time>), or choose another --out`,
+        'RUN_EXISTS',
+      );
+    if (held.length > 0) {
+      const aside = `${o.out}.replaced-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+      await rename(o.out, aside);
+      say(`moved the run that was in ${o.out} to ${aside}`);
+    }
+  }
   await mkdir(join(o.out, 'checkpoints'), { recursive: true });
   const statePath = join(o.out, 'state.json');
   let state: RunState;
@@ -198,9 +230,9 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
       if (f.includes('.tmp-')) await rm(join(o.out, 'rollouts', f), { force: true });
   } else {
     state = { configHash: hashConfig(c), done: [], stages: [], elapsedSeconds: 0, checkpoint: null, dapoIterations: 0 };
-    await rm(join(o.out, 'metrics.jsonl'), { force: true });
-    await rm(join(o.out, 'rollouts'), { recursive: true, force: true });
-    await rm(join(o.out, 'checkpoints', 'reference'), { recursive: true, force: true });
+    // The run exists from its first moment: a rerun without --resume refuses the folder, and
+    // --resume continues it even if it was stopped before its first phase ended.
+    await writeAtomic(statePath, `${JSON.stringify(state, null, 2)}\n`);
   }
   await writeAtomic(join(o.out, 'config.json'), `${JSON.stringify(c, null, 2)}\n`);
   const warnings = rlFilterWarnings(c);

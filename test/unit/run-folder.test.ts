@@ -1,0 +1,112 @@
+/**
+ * A run folder is never destroyed by accident: `node train.js` into a folder that holds a run
+ * stops with RUN_EXISTS and changes nothing; `--force` moves the old run aside whole; a run
+ * stopped by Ctrl-C or SIGKILL in its first seconds holds a run that a plain rerun refuses and
+ * `--resume` continues. The runs are real `node train.js` processes on the smoke preset, stopped
+ * as soon as they have started.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { isolationAvailable } from '../../src/index.js';
+
+const root = join(import.meta.dirname, '..', '..');
+const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
+const dir = mkdtempSync(join(tmpdir(), 'swerl-runfolder-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function train(args: string[]) {
+  return spawnSync(process.execPath, [join(root, 'train.js'), '--preset', 'smoke', ...args], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+}
+
+/** Starts `node train.js`, waits until `ready()` holds, stops it with `signal`; its stderr and exit. */
+async function startAndStop(args: string[], ready: (output: string) => boolean, signal: 'SIGINT' | 'SIGKILL') {
+  const child = spawn(process.execPath, [join(root, 'train.js'), '--preset', 'smoke', ...args], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => {
+    out += d;
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    out += d;
+  });
+  const deadline = Date.now() + 60_000;
+  while (!ready(out) && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  child.kill(signal);
+  const code = await new Promise<number | null>((r) => child.on('close', (c) => r(c)));
+  return { out, code };
+}
+
+/** Every file under a folder with its content, for "nothing changed" checks. */
+function snapshot(folder: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const e of readdirSync(folder, { recursive: true, withFileTypes: true }))
+    if (e.isFile())
+      out[join(e.parentPath, e.name).slice(folder.length)] = readFileSync(join(e.parentPath, e.name), 'utf8');
+  return out;
+}
+
+describe('run folders', () => {
+  it('a new run into a folder that holds a run stops with RUN_EXISTS and touches nothing', () => {
+    const out = join(dir, 'held');
+    mkdirSync(join(out, 'checkpoints', 'rft'), { recursive: true });
+    writeFileSync(join(out, 'state.json'), '{"done":["base","rft"]}\n');
+    writeFileSync(join(out, 'metrics.jsonl'), '{"stage":"rft"}\n');
+    writeFileSync(join(out, 'checkpoints', 'rft', 'model.safetensors'), 'weights');
+    const before = snapshot(out);
+    const r = train(['--out', out]);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('[RUN_EXISTS]');
+    expect(r.stderr).toMatch(/--resume.*--force.*another --out/);
+    expect(snapshot(out)).toEqual(before);
+    expect(train(['--out', out, '--resume', '--force']).status).toBe(1);
+    expect(snapshot(out)).toEqual(before);
+  });
+
+  it('an empty folder, or one with only an empty checkpoints/, is not a run', async () => {
+    const out = join(dir, 'empty');
+    mkdirSync(join(out, 'checkpoints'), { recursive: true });
+    const r = await startAndStop(['--out', out], () => existsSync(join(out, 'state.json')), 'SIGKILL');
+    expect(r.out).not.toContain('RUN_EXISTS');
+    expect(existsSync(join(out, 'state.json'))).toBe(true);
+  });
+
+  it.skipIf(!canSandbox)(
+    '--force moves the old run aside whole; Ctrl-C and SIGKILL in the first seconds leave a run that --resume continues',
+    async () => {
+      const out = join(dir, 'forced');
+      mkdirSync(join(out, 'rollouts'), { recursive: true });
+      writeFileSync(join(out, 'state.json'), '{"done":["base"]}\n');
+      writeFileSync(join(out, 'rollouts', 'eval-base.msgpack'), 'records');
+      const old = snapshot(out);
+      // --force, then Ctrl-C as soon as the new run exists.
+      const forced = await startAndStop(
+        ['--out', out, '--force'],
+        () => existsSync(join(out, 'state.json')) && !existsSync(join(out, 'rollouts')),
+        'SIGINT',
+      );
+      expect(forced.out).toContain('moved the run that was in');
+      expect(forced.code).toBe(130);
+      const aside = readdirSync(dir).filter((f) => f.startsWith('forced.replaced-'));
+      expect(aside).toHaveLength(1);
+      expect(snapshot(join(dir, aside[0] as string))).toEqual(old); // whole, not half
+      // The interrupted run is a run: a plain rerun refuses it, with the way to go on.
+      const again = train(['--out', out]);
+      expect(again.status).toBe(1);
+      expect(again.stderr).toContain('[RUN_EXISTS]');
+      // --resume continues it (killed before its first phase ended), then SIGKILL: still a run.
+      const r2 = await startAndStop(['--out', out, '--resume'], (o) => o.includes('resuming after'), 'SIGKILL');
+      expect(r2.out).toContain('resuming after 0 finished phases');
+      expect(train(['--out', out]).stderr).toContain('[RUN_EXISTS]');
+    },
+    120_000,
+  );
+});
