@@ -112,6 +112,29 @@ interface Pending {
   done: (r: { status: number; cwd: string } | { exited: number }) => void;
 }
 
+/** A Pending that waits for the end marker of nonce halves `a` and `z`, and the promise it settles. */
+function expectMarker(
+  a: string,
+  z: string,
+): {
+  pending: Pending;
+  end: Promise<{ status: number; cwd: string } | { exited: number }>;
+} {
+  let pending!: Pending;
+  const end = new Promise<{ status: number; cwd: string } | { exited: number }>((done) => {
+    pending = {
+      marker: Buffer.from(`\0SWERL${a}${z}:`),
+      chunks: [],
+      kept: 0,
+      seen: 0,
+      carry: Buffer.alloc(0),
+      tail: null,
+      done,
+    };
+  });
+  return { pending, end };
+}
+
 /** A persistent shell over a sandbox's ShellBackend (see the file's header). */
 export class PersistentShell implements Shell {
   readonly #b: ShellBackend;
@@ -195,18 +218,7 @@ export class PersistentShell implements Shell {
         if (this.#pending === pending) await proc.kill(); // it would not stop: the shell goes
       })();
     };
-    let pending!: Pending;
-    const end = new Promise<{ status: number; cwd: string } | { exited: number }>((done) => {
-      pending = {
-        marker: Buffer.from(`\0SWERL${a}${z}:`),
-        chunks: [],
-        kept: 0,
-        seen: 0,
-        carry: Buffer.alloc(0),
-        tail: null,
-        done,
-      };
-    });
+    const { pending, end } = expectMarker(a, z);
     this.#pending = pending;
     for (const d of this.#between.splice(0)) this.#take(pending, d);
     const onFlood = setInterval(() => {
@@ -256,18 +268,7 @@ export class PersistentShell implements Shell {
       return (e as Error).message;
     }
     this.#proc = proc;
-    let pending!: Pending;
-    const end = new Promise<{ status: number; cwd: string } | { exited: number }>((done) => {
-      pending = {
-        marker: Buffer.from(`\0SWERL${ready[0]}${ready[1]}:`),
-        chunks: [],
-        kept: 0,
-        seen: 0,
-        carry: Buffer.alloc(0),
-        tail: null,
-        done,
-      };
-    });
+    const { pending, end } = expectMarker(ready[0], ready[1]);
     this.#pending = pending;
     proc.onData((d) => {
       if (this.#proc !== proc) return;
