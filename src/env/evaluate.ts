@@ -22,7 +22,7 @@ import { EVAL_DIR, runNodeTests } from './node-tests.js';
 import { protectedPathsIn } from './protected-paths.js';
 import { LocalSandbox } from './sandbox.js';
 import type { Sandbox } from './sandbox-api.js';
-import { shellQuote, testSpec } from './swe-bench/test-spec.js';
+import { shellQuote, type TestSpec, testSpec } from './swe-bench/test-spec.js';
 import type { SweTask } from './tasks.js';
 
 /** Options of {@link evaluatePatch}. */
@@ -85,14 +85,15 @@ export async function evaluatePatch(task: SweTask, patch: string, o: EvaluateOpt
   const timeoutMs = o.timeoutMs ?? 120_000;
   const log: string[] = [];
   let sb: Sandbox;
+  let spec: TestSpec | null = null;
   try {
-    if (!task.files) testSpec(task); // a task no runner family can run starts no container
+    if (!task.files) spec = testSpec(task); // a task no runner family can run starts no container
     sb = await openEvaluationSandbox(task, kind, timeoutMs, o);
   } catch (e) {
     return gradingError(task, e, log);
   }
   try {
-    return await grade(sb, task, patch, log);
+    return await grade(sb, task, spec, patch, log);
   } catch (e) {
     return gradingError(task, e, log);
   } finally {
@@ -129,7 +130,14 @@ async function openEvaluationSandbox(
   );
 }
 
-async function grade(sb: Sandbox, task: SweTask, patch: string, log: string[]): Promise<Evaluation> {
+/** Grades in `sb`; `spec` is the SWE-bench-style task's test spec (null: an inline repository). */
+async function grade(
+  sb: Sandbox,
+  task: SweTask,
+  spec: TestSpec | null,
+  patch: string,
+  log: string[],
+): Promise<Evaluation> {
   // Before anything of the agent's is in the tree, the tools the grader needs must be there: a
   // missing one is the grader's failure. After the patch, whatever the tests do is the patch's.
   const probe = await sb.exec(
@@ -160,7 +168,7 @@ async function grade(sb: Sandbox, task: SweTask, patch: string, log: string[]): 
         'TEST_PATCH_FAILED',
       );
   }
-  const r = task.files ? await runNodeTests(sb, namedTestFiles(task)) : await runSweBenchTests(sb, task);
+  const r = spec === null ? await runNodeTests(sb, namedTestFiles(task)) : await runSweBenchTests(sb, spec);
   log.push(r.log);
   if (r.run.exitCode === -1) return runnerFailed(task, r.run.output, log);
   if (r.run.output.includes(NO_DJANGO_LABEL))
@@ -264,8 +272,7 @@ function gradingError(task: SweTask, e: unknown, log: string[], code?: string): 
  * bin/test), over only what the ids name, and its log parser. A task no family can run is a
  * grading error (INVALID_TASK), never a run over the whole repository.
  */
-async function runSweBenchTests(sb: Sandbox, task: SweTask) {
-  const spec = testSpec(task);
+async function runSweBenchTests(sb: Sandbox, spec: TestSpec) {
   // The log goes to a file, read whole: a long run's summary comes at its end, past any cap on a
   // command's output.
   const file = `${EVAL_DIR}/tests.log`;
