@@ -188,6 +188,12 @@ export interface PipelineConfig {
     minP: number;
     turnPenaltyThreshold: number;
   };
+  /**
+   * Which checkpoints a finished run keeps in `<out>/checkpoints/`: 'stages' (the default) keeps
+   * each finished stage's (base, RFT, the final DAPO iteration) and the latest one; 'all' keeps
+   * every iteration's; 'last' only the latest. The KL reference stays while DAPO needs it.
+   */
+  checkpoints: { keep: 'stages' | 'all' | 'last' };
 }
 
 const BASE: Omit<PipelineConfig, 'preset'> = {
@@ -262,6 +268,7 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
     minP: 0,
     turnPenaltyThreshold: 10,
   },
+  checkpoints: { keep: 'stages' },
 };
 
 /**
@@ -376,7 +383,7 @@ export function promptStyleOf(c: PipelineConfig): 'paper' | 'compact' {
 
 function fail(field: string, expected: string, got: unknown): never {
   throw new SwerlError(
-    `config field ${field} must be ${expected}, got ${JSON.stringify(got)}; see README.md "Configs"`,
+    `config field ${field} must be ${expected}, got ${JSON.stringify(got)}; see docs/training.md, "Configs"`,
     'INVALID_CONFIG',
   );
 }
@@ -436,15 +443,24 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
     'eval',
     'rft',
     'dapo',
+    'checkpoints',
   ];
   for (const k of sections)
     if (typeof top[k] !== 'object' || top[k] === null || Array.isArray(top[k])) fail(k, 'an object', top[k]);
   const scalars = Object.fromEntries(Object.entries(top).filter(([k]) => !sections.includes(k)));
-  check(
-    scalars,
-    { preset: 'str?', seed: 'int0', modelDir: 'str?', tasksFile: 'str?', evalTasks: 'int+', saveRollouts: 'bool' },
-    '',
-  );
+  const scalarSpec: Record<string, Spec> = {
+    preset: 'str?',
+    seed: 'int0',
+    modelDir: 'str?',
+    tasksFile: 'str?',
+    evalTasks: 'int+',
+    saveRollouts: 'bool',
+  };
+  // An unknown top-level key names every valid one, the sections too (not only the scalars).
+  for (const k of Object.keys(scalars))
+    if (!(k in scalarSpec)) fail(k, `one of ${[...Object.keys(scalarSpec), ...sections].join(', ')}`, k);
+  check(scalars, scalarSpec, '');
+  check(c.checkpoints as never, { keep: ['stages', 'all', 'last'] }, 'checkpoints.');
   const ms = c.miniSwe as unknown as Record<string, unknown>;
   check(
     { ...ms, kinds: undefined },
