@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // Checks that every C++/CUDA file under native/ is formatted per .clang-format.
-// `--fix` rewrites them. Without clang-format on PATH it says so and fails, unless
-// SWERL_SKIP_CLANG_FORMAT=1 (for machines where it cannot be installed).
+// `--fix` rewrites them. Without clang-format on PATH it prints a one-line notice and passes (a
+// fresh machine need not have it to run `npm test`), unless CI or SWERL_REQUIRE_CLANG_FORMAT=1 is
+// set: there it fails, so CI never skips the check. (SWERL_SKIP_CLANG_FORMAT=1, the older switch,
+// still skips everywhere.)
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
@@ -19,15 +21,30 @@ function walk(dir) {
 }
 
 const files = walk(join(root, 'native')).map((f) => relative(root, f));
+/** Whether an environment flag is set: any value but '', '0' and 'false'. */
+function flag(name) {
+  const v = process.env[name];
+  return v !== undefined && v !== '' && v !== '0' && v.toLowerCase() !== 'false';
+}
+
 if (spawnSync('clang-format', ['--version'], { stdio: 'ignore' }).status !== 0) {
   if (process.env.SWERL_SKIP_CLANG_FORMAT === '1') {
     console.log('clang-format not found; skipped (SWERL_SKIP_CLANG_FORMAT=1)');
     process.exit(0);
   }
-  console.error(
-    'clang-format not found. Install it (apt-get install -y clang-format) or set SWERL_SKIP_CLANG_FORMAT=1.',
-  );
-  process.exit(1);
+  if (flag('CI') || process.env.SWERL_REQUIRE_CLANG_FORMAT === '1') {
+    const why = process.env.SWERL_REQUIRE_CLANG_FORMAT === '1' ? 'SWERL_REQUIRE_CLANG_FORMAT=1' : 'CI is set';
+    console.error(
+      `clang-format not found, and the C++ format check is required here (${why}). Install it: apt-get install -y clang-format`,
+    );
+    process.exit(1);
+  }
+  if (fix) {
+    console.error('clang-format not found: cannot --fix. Install it: apt-get install -y clang-format');
+    process.exit(1);
+  }
+  console.log('clang-format not installed: C++ format check skipped; CI runs it (apt-get install clang-format)');
+  process.exit(0);
 }
 const args = fix ? ['-i', ...files] : ['--dry-run', '--Werror', ...files];
 const r = spawnSync('clang-format', args, { cwd: root, stdio: 'inherit' });
