@@ -1,6 +1,7 @@
 # CPU-only build of the same addon with node-gyp, for machines without CMake
 # (scripts/build-native.mjs picks it when cmake is missing; output: build/Release/swerl.node).
-# Sources come from native/sources.json, like CMakeLists.txt.
+# Sources come from native/sources.json, like CMakeLists.txt. -Wno-init-self on the AVX-512 files:
+# see CMakeLists.txt (GCC 12's intrinsics headers self-initialise; GCC bug 105593).
 {
   "variables": {
     "swerl_version": "<!(node -p \"require('./package.json').version\")"
@@ -27,7 +28,7 @@
       "type": "static_library",
       "sources": ["<!@(node -p \"require('./native/sources.json').avx512.join(' ')\")"],
       "conditions": [
-        ["target_arch=='x64'", { "cflags_cc": ["-mavx512f"] }]
+        ["target_arch=='x64'", { "cflags_cc": ["-mavx512f", "-Wno-init-self"] }]
       ]
     },
     {
