@@ -1,7 +1,8 @@
 /**
  * `node train.js` / `swerl train`: the main job. Resolves the preset or config, runs the pipeline
- * into the run folder with a progress bar per unit of work and a line per phase and DAPO
- * iteration, and prints the held-out Pass@1 / Pass@k table at the end.
+ * into the run folder with a progress bar per unit of work on a terminal (progress lines with
+ * rate and time left otherwise: a log file, a pipe) and a line per phase and DAPO iteration, and
+ * prints the held-out Pass@1 / Pass@k table at the end (Pass@1 alone when k is 1).
  */
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -9,6 +10,8 @@ import cliProgress from 'cli-progress';
 import { SwerlError } from '../errors.js';
 import { loadConfig, type PipelineConfig, PRESETS, resolveConfig } from '../pipeline/config.js';
 import { runPipeline } from '../pipeline/run.js';
+import { duration } from '../pipeline/wording.js';
+import { progressLines } from './progress-lines.js';
 
 const USAGE = `usage: node train.js [--preset default|smoke] [--config FILE] [--out DIR] [--resume | --force]
 
@@ -77,17 +80,26 @@ export async function main(argv: string[], command = 'node train.js'): Promise<n
   const out = resolve(values.out ?? `runs/${config.preset}`);
   const interactive = process.stderr.isTTY === true;
   const bar = new cliProgress.SingleBar(
-    { format: '  {label} [{bar}] {value}/{total} {duration_formatted}', hideCursor: true, clearOnComplete: true },
+    {
+      format: '  {label} [{bar}] {value}/{total} {unit}s  {duration_formatted} elapsed, ~{eta_formatted} left',
+      hideCursor: true,
+      clearOnComplete: true,
+    },
     cliProgress.Presets.shades_classic,
   );
   let current = '';
-  const progress = (label: string, done: number, total: number) => {
-    if (!interactive) return;
+  // Without a terminal, lines on stderr (where the bars would be), with rate and time left.
+  const lines = progressLines({ write: (line) => console.error(`  ${line}`) });
+  const progress = (label: string, done: number, total: number, unit = 'item') => {
+    if (!interactive) {
+      lines(label, done, total, unit);
+      return;
+    }
     if (label !== current) {
       if (current) bar.stop();
       current = label;
-      bar.start(total, done, { label });
-    } else bar.update(done, { label });
+      bar.start(total, done, { label, unit });
+    } else bar.update(done, { label, unit });
     if (done >= total) {
       bar.stop();
       current = '';
@@ -125,13 +137,19 @@ export async function main(argv: string[], command = 'node train.js'): Promise<n
       say,
     });
     if (current) bar.stop();
-    console.log(`\n| stage | Pass@1 | Pass@k | k | held-out tasks |\n|---|---|---|---|---|`);
+    // With k = 1 everywhere Pass@k is Pass@1: one column, not the same figure twice.
+    const withK = summary.stages.some((s) => s.k !== 1);
+    console.log(
+      withK
+        ? `\n| stage | Pass@1 | Pass@k | k | held-out tasks |\n|---|---|---|---|---|`
+        : `\n| stage | Pass@1 | k | held-out tasks |\n|---|---|---|---|`,
+    );
     for (const s of summary.stages)
       console.log(
-        `| ${s.name} | ${(s.pass1 * 100).toFixed(1)}% | ${(s.passK * 100).toFixed(1)}% | ${s.k} | ${s.tasks} |`,
+        `| ${s.name} | ${(s.pass1 * 100).toFixed(1)}% |${withK ? ` ${(s.passK * 100).toFixed(1)}% |` : ''} ${s.k} | ${s.tasks} |`,
       );
     console.log(
-      `\n${(summary.wallSeconds / 60).toFixed(1)} min. Report: ${resolve(out, 'report.html')}; summary: ${resolve(out, 'summary.json')}`,
+      `\n${duration(summary.wallSeconds)}. Report: ${resolve(out, 'report.html')}; summary: ${resolve(out, 'summary.json')}`,
     );
     return 0;
   } catch (err) {

@@ -4,16 +4,19 @@
  * DAPO iterations (the two-stage schedule) → eval, with metrics.jsonl, summary.json, report.html
  * and checkpoints/. After every phase and every DAPO iteration the policy is checkpointed
  * (Hugging Face safetensors and the tokenizer) and state.json records the position, both written
- * atomically (a temporary name, then a rename); `resume` continues from there, so a killed run
+ * atomically (a temporary name, then a rename); `checkpoints.keep` says which checkpoints stay
+ * (by default each finished stage's and the latest). Phases, checkpoints, rollout files, metrics
+ * events and console lines share one naming scheme (phases.ts). `resume` continues from there, so a killed run
  * loses at most the phase or iteration in flight and repeats none that finished. Seeds derive from
  * the config and the phase, so a resumed run samples what the uninterrupted one would have. DAPO
  * checkpoints also hold AdamW's state (optimizer.safetensors), and state.json the per-task solve
  * counts of the current DAPO stage, so a resumed DAPO continues its moments and its stage filter.
- * With saveRollouts, each phase's rollout records go to rollouts/<phase>.msgpack.
+ * With saveRollouts, each phase's rollout records go to rollouts/<phase>.msgpack. state.json
+ * also records when the run started and what ran it (commit, machine) for the report.
  */
 import { createHash } from 'node:crypto';
 import { appendFile, mkdir, readdir, readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { basename, isAbsolute, join } from 'node:path';
 import { Engine } from '../engine/engine.js';
 import { RemoteEngine } from '../engine/remote.js';
 import { catalogueModules, generateMiniSweTasks } from '../env/mini-swe/generate.js';
@@ -30,6 +33,8 @@ import { Tokenizer } from '../tokenizer/tokenizer.js';
 import { AdamW } from '../train/adamw.js';
 import { type PipelineConfig, rlFilterWarnings } from './config.js';
 import { withFreshFiles, withFreshNames } from './fresh-names.js';
+import { checkpointName, dapoPhase, refuseOldNames, validationPhase } from './phases.js';
+import { type RunProvenance, runProvenance } from './provenance.js';
 import { writeReport } from './report.js';
 import {
   copyPretrain,
@@ -46,6 +51,7 @@ import {
   shuffled,
   tokenizerCorpus,
 } from './stages.js';
+import { count, passFigures } from './wording.js';
 
 /** One evaluated stage in summary.json. */
 export interface StageSummary {
@@ -69,6 +75,8 @@ export interface RunSummary {
   dapoIterations: number;
   finished: boolean;
   warnings: string[];
+  /** When the run started, and what the latest session ran on (commit or version, machine). */
+  provenance?: RunProvenance;
 }
 
 /** Options of {@link runPipeline}. */
@@ -81,24 +89,27 @@ export interface RunOptions {
    * `<out>.replaced-<time>` (one rename: never half a run). Without it such a folder is RUN_EXISTS.
    */
   force?: boolean;
-  /** Progress of the current unit of work (progress bars). */
-  progress?: (label: string, done: number, total: number) => void;
+  /** Progress of the current unit of work (progress bars or lines): `unit` is 'step' or 'episode'. */
+  progress?: (label: string, done: number, total: number, unit?: string) => void;
   /** Human-readable lines: one per phase and per DAPO iteration. */
   say?: (line: string) => void;
 }
 
 interface RunState {
   configHash: string;
-  /** Phases finished, in order: warmstart, eval-base, rft, eval-rft, dapo-<s>-<i>, eval-dapo. */
+  /** Phases finished, in order: warmstart, eval-base, rft, eval-rft, dapo-s<s>-i<iii>, val-…, eval-dapo. */
   done: string[];
   stages: StageSummary[];
   elapsedSeconds: number;
+  /** The latest checkpoint, relative to the run folder (`checkpoints/<name>`); older runs hold an absolute path. */
   checkpoint: string | null;
   dapoIterations: number;
   /** Bytes of metrics.jsonl the finished phases wrote: a resume cuts the killed phase's partial lines. */
   metricsBytes?: number;
   /** The DAPO stage in progress: its task pool and each task's tries and solves (the filter between stages). */
   dapoStage?: { index: number; pool: string[]; solvedBy: Record<string, { tries: number; solved: number }> };
+  /** The run's start and the latest session's commit and machine (the report's header). */
+  provenance?: RunProvenance;
 }
 
 const EVAL_NAMES: Record<string, string> = { 'eval-base': 'base', 'eval-rft': 'rft', 'eval-dapo': 'dapo' };
@@ -219,21 +230,32 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
         'CANNOT_RESUME',
       );
     }
+    refuseOldNames(o.out, state.done ?? [], state.checkpoint ?? null);
     if (state.configHash !== hashConfig(c))
       throw new SwerlError(
         `the run in ${o.out} used a different config; resume with the same preset/config, or use another --out`,
         'CANNOT_RESUME',
       );
-    say(`resuming after ${state.done.length} finished phases (${state.done.at(-1) ?? 'none'})`);
+    say(`resuming after ${count(state.done.length, 'finished phase')} (${state.done.at(-1) ?? 'none'})`);
     // A rollout file the kill caught half-written (the killed phase writes it again).
     for (const f of await readdir(join(o.out, 'rollouts')).catch(() => [] as string[]))
       if (f.includes('.tmp-')) await rm(join(o.out, 'rollouts', f), { force: true });
   } else {
-    state = { configHash: hashConfig(c), done: [], stages: [], elapsedSeconds: 0, checkpoint: null, dapoIterations: 0 };
+    state = {
+      configHash: hashConfig(c),
+      done: [],
+      stages: [],
+      elapsedSeconds: 0,
+      checkpoint: null,
+      dapoIterations: 0,
+      provenance: runProvenance(new Date()),
+    };
     // The run exists from its first moment: a rerun without --resume refuses the folder, and
     // --resume continues it even if it was stopped before its first phase ended.
     await writeAtomic(statePath, `${JSON.stringify(state, null, 2)}\n`);
   }
+  // A resumed run keeps its start date; the commit and machine are this session's.
+  state.provenance = runProvenance(new Date(state.provenance?.startedAt ?? Date.now()));
   await writeAtomic(join(o.out, 'config.json'), `${JSON.stringify(c, null, 2)}\n`);
   const warnings = rlFilterWarnings(c);
   for (const w of warnings)
@@ -266,7 +288,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
   say(`tasks: ${c.tasksFile ?? `mini-SWE (difficulty ${c.miniSwe.difficulty})`}`);
   const { train, heldOut } = await tasksFor(c);
   let test: SweTask[] = [];
-  say(`  ${train.length} training tasks, ${heldOut.count} held-out tasks`);
+  say(`  ${count(train.length, 'training task')}, ${count(heldOut.count, 'held-out task')}`);
   // With warmStart.demoTasks the demonstrations come from the first tasks and RL trains on the rest.
   const split = c.warmStart.demoTasks > 0 && !c.modelDir;
   if (split && c.warmStart.demoTasks >= train.length)
@@ -295,9 +317,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     test = await heldOut.tasks;
     const r = await evaluate({ engine, tokenizer } as unknown as Policy, test, c, 'base', hooks);
     state.stages = [{ name: 'base', pass1: r.pass1, passK: r.passK, k: r.k, tasks: r.tasks, errors: r.errors }];
-    say(
-      `base  Pass@1 ${(r.pass1 * 100).toFixed(1)}%  Pass@${r.k} ${(r.passK * 100).toFixed(1)}%${gradingErrors(r.errors)}`,
-    );
+    say(`base  ${passFigures(r.pass1, r.passK, r.k)}${gradingErrors(r.errors)}`);
     return finish();
   }
 
@@ -305,8 +325,9 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
   let model: Model;
   let tokenizer: Tokenizer;
   if (state.checkpoint) {
-    model = await Model.load(state.checkpoint);
-    tokenizer = await Tokenizer.load(state.checkpoint);
+    const from = checkpointDir(o.out, state.checkpoint);
+    model = await Model.load(from);
+    tokenizer = await Tokenizer.load(from);
   } else if (c.modelDir) {
     model = await Model.load(c.modelDir);
     tokenizer = await Tokenizer.load(c.modelDir);
@@ -327,7 +348,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
         hooks,
       );
       say(
-        `copy pretraining: ${steps.length} steps, loss ${steps[0]?.loss.toFixed(3)} -> ${steps.at(-1)?.loss.toFixed(3)}`,
+        `copy pretraining: ${count(steps.length, 'step')}, loss ${steps[0]?.loss.toFixed(3)} -> ${steps.at(-1)?.loss.toFixed(3)}`,
       );
     }
     if (c.warmStart.enabled && c.warmStart.epochs > 0) {
@@ -350,7 +371,9 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
         { ...c.warmStart, warmupRatio: 0.05, seed: c.seed + 5, stage: 'warmstart' },
         hooks,
       );
-      say(`warm start: ${steps.length} steps, loss ${steps[0]?.loss.toFixed(3)} -> ${steps.at(-1)?.loss.toFixed(3)}`);
+      say(
+        `warm start: ${count(steps.length, 'step')}, loss ${steps[0]?.loss.toFixed(3)} -> ${steps.at(-1)?.loss.toFixed(3)}`,
+      );
     }
     state.done.push('warmstart');
     await checkpoint('warmstart');
@@ -371,21 +394,23 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     await writeAtomic(statePath, `${JSON.stringify(state, null, 2)}\n`);
   }
 
-  async function checkpoint(name: string, optimizer?: AdamW): Promise<void> {
-    const dir = join(o.out, 'checkpoints', name);
-    await writeDirAtomic(dir, async (tmp) => {
+  /** Checkpoints the policy after finished phase `phase` (already in state.done), then prunes. */
+  async function checkpoint(phase: string, optimizer?: AdamW): Promise<void> {
+    const name = checkpointName(phase);
+    await writeDirAtomic(join(o.out, 'checkpoints', name), async (tmp) => {
       await model.save(tmp);
       await tokenizer.save(tmp);
       if (optimizer) await optimizer.save(join(tmp, 'optimizer.safetensors'));
     });
-    state.checkpoint = dir;
+    state.checkpoint = join('checkpoints', name);
     await saveState();
-    // Every other checkpoint goes (the KL reference stays), not only the previous one: a run
-    // killed between the state write and this removal leaves its previous checkpoint behind, and
-    // the resumed run must not keep it.
+    // Every checkpoint the policy does not keep goes (the KL reference stays), not only the
+    // previous one: a run killed between the state write and this removal leaves one behind, and
+    // the resumed run must not keep it; so do a killed run's half-written folders.
+    const keep = keptCheckpoints(c, state.done, name);
     const root = join(o.out, 'checkpoints');
     for (const entry of await readdir(root))
-      if (entry !== name && entry !== 'reference') await rm(join(root, entry), { recursive: true, force: true });
+      if (!keep.has(entry) && entry !== 'reference') await rm(join(root, entry), { recursive: true, force: true });
   }
 
   const recordEval = async (phase: string, r: EvalResult) => {
@@ -393,7 +418,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     state.stages = state.stages.filter((s) => s.name !== name);
     state.stages.push({ name, pass1: r.pass1, passK: r.passK, k: r.k, tasks: r.tasks, errors: r.errors });
     say(
-      `${name.padEnd(5)} Pass@1 ${(r.pass1 * 100).toFixed(1)}%  Pass@${r.k} ${(r.passK * 100).toFixed(1)}%  (${r.tasks} held-out tasks)${gradingErrors(r.errors)}`,
+      `${name.padEnd(5)} ${passFigures(r.pass1, r.passK, r.k)}  (${r.tasks} held-out task${r.tasks === 1 ? '' : 's'})${gradingErrors(r.errors)}`,
     );
     state.done.push(phase);
     await saveState();
@@ -406,7 +431,10 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
   if (c.rft.enabled && !done('rft')) {
     const s = await rft(policy, rftTasks, c, hooks);
     say(
-      `rft: ${s.kept} resolved trajectories kept of ${s.episodes} (${((s.resolved ?? 0) * 100).toFixed(1)}% resolved)`,
+      `rft: ${s.kept} resolved trajector${s.kept === 1 ? 'y' : 'ies'} kept of ${s.episodes} (${((s.resolved ?? 0) * 100).toFixed(1)}% resolved)` +
+        (s.skipped
+          ? '; nothing to train on: RFT step skipped, the policy is unchanged'
+          : `, ${count(s.steps ?? 0, 'step')}`),
     );
     state.done.push('rft');
     await checkpoint('rft');
@@ -416,7 +444,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
   if (c.dapo.enabled) {
     let pool = [...dapoTasks];
     // The DAPO optimizer's moments continue across a resume (checkpoints of DAPO iterations hold them).
-    const saved = state.checkpoint ? join(state.checkpoint, 'optimizer.safetensors') : null;
+    const saved = state.checkpoint ? join(checkpointDir(o.out, state.checkpoint), 'optimizer.safetensors') : null;
     // The rate is set per iteration (dapoIterationLr), so a resume continues the schedule.
     let iterationLr = c.dapo.lr;
     const lr = () => iterationLr;
@@ -441,8 +469,9 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
       const solvedBy = new Map<string, { tries: number; solved: number }>(
         resumed && si === resumed.index ? Object.entries(resumed.solvedBy) : [],
       );
+      const before = c.dapo.stages.slice(0, si).reduce((a, st) => a + st.iterations, 0);
       for (let it = 0; it < stage.iterations; it++) {
-        const phase = `dapo-${si}-${it}`;
+        const phase = dapoPhase(si + 1, before + it + 1);
         const order = shuffled(pool, c.seed * 31 + si * 1000 + it);
         const tasks = order.slice(0, stage.tasksPerIteration);
         if (done(phase)) {
@@ -460,7 +489,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
           state.dapoIterations + 1,
           optimizer,
           hooks,
-          { reference, refill: order.slice(stage.tasksPerIteration) },
+          { reference, refill: order.slice(stage.tasksPerIteration), phase },
         );
         for (const r of records) {
           if (r.error !== undefined) continue; // not judged: neither a try nor a solve
@@ -472,13 +501,15 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
         state.dapoStage = { index: si, pool: pool.map((t) => t.instance_id), solvedBy: Object.fromEntries(solvedBy) };
         state.dapoIterations++;
         say(
-          `dapo ${state.dapoIterations}: reward ${metrics.reward?.toFixed(3)}  resolved ${((metrics.resolved ?? 0) * 100).toFixed(1)}%  ` +
-            `turns ${metrics.turns?.toFixed(1)}  trained ${metrics.trainedSamples}/${metrics.episodes} (${metrics.droppedGroups} flat groups)  ` +
-            `entropy ${metrics.entropy?.toFixed(3)}  clip ${metrics.clipFracLow?.toFixed(3)}/${metrics.clipFracHigh?.toFixed(3)}` +
+          `${phase}: reward ${metrics.reward?.toFixed(3)}  resolved ${((metrics.resolved ?? 0) * 100).toFixed(1)}%  ` +
+            `turns ${metrics.turns?.toFixed(1)}  trained ${metrics.trainedSamples}/${metrics.episodes} (${metrics.droppedGroups} flat group${metrics.droppedGroups === 1 ? '' : 's'})  ` +
+            (metrics.skipped
+              ? 'nothing to train on: step skipped, the policy is unchanged'
+              : `entropy ${metrics.entropy?.toFixed(3)}  clip ${metrics.clipFracLow?.toFixed(3)}/${metrics.clipFracHigh?.toFixed(3)}`) +
             gradingErrors(metrics.errors ?? 0),
         );
         state.done.push(phase);
-        await checkpoint(`dapo-${si}-${it}`, optimizer);
+        await checkpoint(phase, optimizer);
         await written;
         await writeReport(o.out);
         await validate(si, it);
@@ -490,7 +521,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
           return !e || (e.solved > 0 && e.solved < e.tries);
         });
         if (keep.length > 0) pool = keep;
-        say(`stage ${si + 2}: ${pool.length} tasks kept (easy and never-solved ones dropped)`);
+        say(`stage ${si + 2}: ${count(pool.length, 'task')} kept (easy and never-solved ones dropped)`);
       }
     }
     if (!done('eval-dapo')) await recordEval('eval-dapo', await evaluate(policy, test, c, 'dapo', hooks));
@@ -507,11 +538,12 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
   async function validate(si: number, it: number): Promise<void> {
     const n = c.dapo.stages.slice(0, si).reduce((a, st) => a + st.iterations, 0) + it + 1;
     const last = si === c.dapo.stages.length - 1 && it === (c.dapo.stages[si]?.iterations ?? 0) - 1;
-    if (c.eval.every === 0 || n % c.eval.every !== 0 || last || done(`val-dapo-${n}`)) return;
+    const phase = validationPhase(si + 1, n);
+    if (c.eval.every === 0 || n % c.eval.every !== 0 || last || done(phase)) return;
     const k = c.eval.everyK || c.eval.k;
-    const r = await evaluate(policy, test, c, 'dapo', hooks, { iteration: n, k });
-    say(`validation after dapo ${n}: Pass@1 ${(r.pass1 * 100).toFixed(1)}%  Pass@${k} ${(r.passK * 100).toFixed(1)}%`);
-    state.done.push(`val-dapo-${n}`);
+    const r = await evaluate(policy, test, c, 'dapo', hooks, { iteration: n, k, phase });
+    say(`${phase}: held-out ${passFigures(r.pass1, r.passK, k)}`);
+    state.done.push(phase);
     await saveState();
     await writeReport(o.out);
   }
@@ -527,6 +559,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
       dapoIterations: state.dapoIterations,
       finished: true,
       warnings,
+      provenance: state.provenance,
     };
     await writeAtomic(join(o.out, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
     await written;
@@ -535,7 +568,35 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
   }
 }
 
+/**
+ * The checkpoints `c.checkpoints.keep` keeps once `latest` is written, given the phases done:
+ * 'last' only the latest; 'stages' also base (after the warm start), RFT's, and the last
+ * iteration of each finished DAPO stage (the final one is DAPO's); 'all' every finished phase's.
+ * A folder of a phase not done (a killed run's) is never kept: the phase runs again.
+ */
+export function keptCheckpoints(c: PipelineConfig, done: string[], latest: string): Set<string> {
+  const keep = new Set([latest]);
+  const policy = c.checkpoints?.keep ?? 'stages';
+  if (policy === 'last') return keep;
+  const stageEnds = new Set<string>();
+  let n = 0;
+  for (const [si, st] of c.dapo.stages.entries()) {
+    n += st.iterations;
+    if (st.iterations > 0) stageEnds.add(dapoPhase(si + 1, n));
+  }
+  for (const phase of done) {
+    if (phase !== 'warmstart' && phase !== 'rft' && !phase.startsWith('dapo-')) continue; // no checkpoint
+    if (policy === 'all' || !phase.startsWith('dapo-') || stageEnds.has(phase)) keep.add(checkpointName(phase));
+  }
+  return keep;
+}
+
+/** state.checkpoint as a folder: relative to the run folder (an older run's is absolute). */
+function checkpointDir(out: string, checkpoint: string): string {
+  return isAbsolute(checkpoint) ? checkpoint : join(out, checkpoint);
+}
+
 /** The console's note of samples the grader could not judge (none: nothing is printed). */
 function gradingErrors(n: number): string {
-  return n > 0 ? `  [${n} samples not judged: grading errors, left out]` : '';
+  return n > 0 ? `  [${count(n, 'sample')} not judged: grading errors, left out]` : '';
 }

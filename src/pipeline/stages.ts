@@ -7,6 +7,9 @@
  * - DAPO iterations: G samples per task, group advantages, zero-advantage groups dropped, several
  *   optimizer steps per iteration on the token-level clip-higher loss.
  * Each reports metrics through `log` (one JSON object per event) and progress through `progress`.
+ * A stage with nothing to train (no sample with a trained token: a policy that solved nothing, a
+ * batch of only flat groups) does not throw: it skips the optimizer step, logs a `skipped` event
+ * (or `skipped: 1` in the DAPO iteration's event) and says so in its return value.
  */
 import { runEpisode, type Trajectory } from '../agent/episode.js';
 import { systemPrompt } from '../agent/scaffold.js';
@@ -27,6 +30,7 @@ import type { PolicyLossConfig } from '../train/losses.js';
 import { sequenceLogprobs } from '../train/reference.js';
 import { type StepMetrics, Trainer, type TrainSample } from '../train/trainer.js';
 import { type DapoStageConfig, type PipelineConfig, promptStyleOf } from './config.js';
+import { dapoPhase } from './phases.js';
 
 /** The policy being trained. */
 export interface Policy {
@@ -38,8 +42,8 @@ export interface Policy {
 /** Hooks for metrics and progress. */
 export interface StageHooks {
   log: (event: Record<string, unknown>) => void;
-  /** A stage's progress: done of total units (episodes or steps), with a label. */
-  progress?: (label: string, done: number, total: number) => void;
+  /** A stage's progress: done of total units, with a label; `unit` is 'step' or 'episode'. */
+  progress?: (label: string, done: number, total: number, unit?: 'step' | 'episode') => void;
   /** A phase's rollout records as they are complete (runPipeline writes them to `rollouts/`). */
   rollouts?: (phase: string, records: RolloutRecord[]) => void;
 }
@@ -73,7 +77,7 @@ export async function expertDemos(tasks: SweTask[], c: PipelineConfig, hooks: St
         commandTimeoutMs: c.episode.commandTimeoutMs,
         maskTimings: c.episode.maskTimings,
       });
-      hooks.progress?.('demonstrations', ++done, tasks.length);
+      hooks.progress?.('demonstrations', ++done, tasks.length, 'episode');
     }
   };
   await Promise.all(Array.from({ length: Math.min(4, tasks.length) }, worker));
@@ -174,14 +178,22 @@ export async function copyPretrain(
     out.push(m);
     if ((s + 1) % 10 === 0 || s + 1 === o.steps)
       hooks.log({ stage: 'copy', event: 'step', step: s + 1, loss: m.loss, gradNorm: m.gradNorm, lr: m.lr });
-    hooks.progress?.('copy pretraining steps', s + 1, o.steps);
+    hooks.progress?.('copy pretraining', s + 1, o.steps, 'step');
   }
   return out;
+}
+
+/** Whether a sample has a token to train (a sample without one carries no gradient). */
+function trainable(s: TrainSample): boolean {
+  return s.lossMask.some((v) => v > 0);
 }
 
 /**
  * SFT epochs over samples (shuffled per epoch), one optimizer step per batch. `samples` may be a
  * function of the epoch (the same number each epoch), for data that is augmented afresh per epoch.
+ * With no sample that has a trained token (RFT of a policy that solved nothing) no step is taken,
+ * a `skipped` event is logged and the result is empty; a batch of only untrained samples is
+ * skipped the same way (its step is logged as skipped), the others unchanged.
  */
 export async function sftEpochs(
   p: Policy,
@@ -192,7 +204,16 @@ export async function sftEpochs(
   const epochSamples = typeof samplesOf === 'function' ? samplesOf : () => samplesOf;
   const first = epochSamples(0);
   const steps = Math.ceil(first.length / o.batchSize) * o.epochs;
-  if (steps === 0) return [];
+  if (steps === 0 || !first.some(trainable)) {
+    if (o.epochs > 0)
+      hooks.log({
+        stage: o.stage,
+        event: 'skipped',
+        reason: first.length === 0 ? 'no samples' : 'no sample with a trained token',
+        samples: first.length,
+      });
+    return [];
+  }
   const opt = new AdamW(p.model, {
     lr:
       steps > 1
@@ -206,14 +227,25 @@ export async function sftEpochs(
   });
   const trainer = new Trainer(p.model, { optimizer: opt });
   const out: StepMetrics[] = [];
+  const label = o.stage === 'warmstart' ? 'warm start' : `${o.stage} training`;
+  let visited = 0; // batches, trained or skipped (the progress)
   for (let e = 0; e < o.epochs; e++) {
     const order = shuffled(e === 0 ? first : epochSamples(e), o.seed + e);
-    for (let b = 0; b < order.length; b += o.batchSize) {
-      const m = await trainer.sftStep(order.slice(b, b + o.batchSize));
+    for (let b = 0, batch = 0; b < order.length; b += o.batchSize, batch++) {
+      const chunk = order.slice(b, b + o.batchSize);
+      visited++;
+      if (!chunk.some(trainable)) {
+        // The Trainer refuses a step with no trained token (INVALID_ARGUMENT): skip it, say so.
+        hooks.log({ stage: o.stage, event: 'skipped', epoch: e, batch, reason: 'no sample with a trained token' });
+        hooks.progress?.(label, visited, steps, 'step');
+        continue;
+      }
+      const m = await trainer.sftStep(chunk);
       out.push(m);
       hooks.log({
         stage: o.stage,
         event: 'step',
+        phase: o.stage,
         epoch: e,
         step: out.length,
         loss: m.loss,
@@ -222,7 +254,7 @@ export async function sftEpochs(
         tokens: m.tokens,
         tokensPerSecond: m.tokens / m.seconds,
       });
-      hooks.progress?.(`${o.stage} steps`, out.length, steps);
+      hooks.progress?.(label, visited, steps, 'step');
     }
   }
   return out;
@@ -264,7 +296,7 @@ function rolloutOptions(c: PipelineConfig, limits?: { maxTurns: number; maxConte
  * Evaluates the policy on held-out tasks: k samples each at temperature 1 (`c.eval.k`). With
  * `validation`, it is a validation during DAPO instead (`eval.every`): `validation.k` samples per
  * task, logged as a 'validation' event of the DAPO iteration, its rollouts saved as
- * `val-dapo-<iteration>`.
+ * `validation.phase` (by default `val-<stage>-<iteration>`; the pipeline passes validationPhase's).
  */
 export async function evaluate(
   p: Policy,
@@ -272,9 +304,10 @@ export async function evaluate(
   c: PipelineConfig,
   stage: string,
   hooks: StageHooks,
-  validation?: { iteration: number; k: number },
+  validation?: { iteration: number; k: number; phase?: string },
 ): Promise<EvalResult> {
   const k = validation?.k ?? c.eval.k;
+  const phase = validation ? (validation.phase ?? `val-${stage}-${validation.iteration}`) : `eval-${stage}`;
   let done = 0;
   const records = await runRollouts({
     engine: p.engine,
@@ -284,11 +317,11 @@ export async function evaluate(
     seed: c.seed * 7919 + 17,
     sampling: { temperature: 1 },
     ...rolloutOptions(c),
-    onRecord: () => hooks.progress?.(validation ? `validate ${stage}` : `eval ${stage}`, ++done, tasks.length * k),
+    onRecord: () => hooks.progress?.(phase, ++done, tasks.length * k, 'episode'),
   });
   // A sample the grader could not judge (`error`) counts as unsolved: a policy cannot raise its
   // score by making its failures ungradable. The count is reported beside the figures.
-  allFailedOrThrow(records, validation ? `validate ${stage}` : `eval ${stage}`);
+  allFailedOrThrow(records, phase);
   let pass1 = 0;
   let passK = 0;
   const byRepo: EvalResult['byRepo'] = {};
@@ -312,13 +345,9 @@ export async function evaluate(
   const errors = records.filter((x) => x.error !== undefined).length;
   const r: EvalResult = { pass1: pass1 / n, passK: passK / n, k, tasks: tasks.length, errors, byRepo, records };
   const stats = { pass1: r.pass1, passK: r.passK, k, tasks: tasks.length, byRepo, ...episodeStats(records) };
-  if (validation) {
-    hooks.rollouts?.(`val-${stage}-${validation.iteration}`, records);
-    hooks.log({ stage, event: 'validation', iteration: validation.iteration, ...stats });
-  } else {
-    hooks.rollouts?.(`eval-${stage}`, records);
-    hooks.log({ stage, event: 'eval', ...stats });
-  }
+  hooks.rollouts?.(phase, records);
+  if (validation) hooks.log({ stage, event: 'validation', phase, iteration: validation.iteration, ...stats });
+  else hooks.log({ stage, event: 'eval', phase, ...stats });
   return r;
 }
 
@@ -331,7 +360,7 @@ export function allFailedOrThrow(records: RolloutRecord[], phase: string): void 
   if (records.length === 0 || records.some((r) => r.error === undefined)) return;
   const e = records[0]?.error ?? { code: 'INTERNAL', message: 'unknown' };
   throw new SwerlError(
-    `every episode of ${phase} failed before it could be graded (${records.length} episodes); the first: ${e.message}`,
+    `every episode of ${phase} failed before it could be graded (${records.length} episode${records.length === 1 ? '' : 's'}); the first: ${e.message}`,
     (ErrorCodes as readonly string[]).includes(e.code) ? (e.code as ErrorCode) : 'INTERNAL',
   );
 }
@@ -356,7 +385,11 @@ export function episodeStats(records: RolloutRecord[]): Record<string, number> {
   };
 }
 
-/** RFT: k samples per training task, resolved ones kept (format errors masked), SFT. */
+/**
+ * RFT: k samples per training task, resolved ones kept (format errors masked), SFT. The result
+ * has `kept` (trajectories), `steps` (optimizer steps) and `skipped` (1 when nothing was trained:
+ * no resolved trajectory with a trained token) besides the episode statistics.
+ */
 export async function rft(
   p: Policy,
   tasks: SweTask[],
@@ -372,16 +405,16 @@ export async function rft(
     samplesPerTask: c.rft.samplesPerTask,
     seed: c.seed * 104729 + 3,
     ...rolloutOptions(c),
-    onRecord: () => hooks.progress?.('rft rollouts', ++done, tasks.length * c.rft.samplesPerTask),
+    onRecord: () => hooks.progress?.('rft rollouts', ++done, tasks.length * c.rft.samplesPerTask, 'episode'),
   });
   const rolloutSeconds = (performance.now() - t0) / 1000;
   hooks.rollouts?.('rft', records);
   allFailedOrThrow(records, 'rft rollouts');
   const samples = rftSamples(records);
   const stats = { ...episodeStats(records), kept: samples.length, rolloutSeconds };
-  hooks.log({ stage: 'rft', event: 'rollouts', ...stats });
-  await sftEpochs(p, samples, { ...c.rft, seed: c.seed + 11, stage: 'rft' }, hooks);
-  return stats;
+  hooks.log({ stage: 'rft', event: 'rollouts', phase: 'rft', ...stats });
+  const steps = await sftEpochs(p, samples, { ...c.rft, seed: c.seed + 11, stage: 'rft' }, hooks);
+  return { ...stats, steps: steps.length, skipped: steps.length === 0 ? 1 : 0 };
 }
 
 /**
@@ -415,13 +448,19 @@ export interface DapoExtras {
   reference?: Model;
   /** Tasks to refill from (in order) when groups are dropped, per c.dapo.refillRounds. */
   refill?: SweTask[];
+  /**
+   * The iteration's phase name (rollout file, progress label, `phase` of the metrics event); by
+   * default `dapoPhase(1, iteration)`, as runPipeline names it in a one-stage schedule.
+   */
+  phase?: string;
 }
 
 /**
  * One DAPO iteration: G rollouts per task, advantages, several optimizer steps. With
  * `refillRounds`, tasks from `extras.refill` are rolled out in further rounds until
  * `tasks.length` groups have a non-zero advantage (DAPO's dynamic sampling, which keeps the batch
- * full); with `klCoef`, each sample carries the reference's logprobs.
+ * full); with `klCoef`, each sample carries the reference's logprobs. An iteration with no sample
+ * to train (every group flat, every sample untrained) takes no step: its metrics say `skipped: 1`.
  */
 export async function dapoIteration(
   p: Policy,
@@ -436,6 +475,7 @@ export async function dapoIteration(
   const G = c.dapo.samplesPerTask;
   if (c.dapo.klCoef > 0 && !extras.reference)
     throw invalidArgument('extras.reference', 'a reference Model (dapo.klCoef > 0)', extras.reference);
+  const phase = extras.phase ?? dapoPhase(1, iteration);
   let done = 0;
   let total = tasks.length * G;
   const t0 = performance.now();
@@ -460,10 +500,10 @@ export async function dapoIteration(
         seed: c.seed * 15485863 + iteration * 1009 + refillRounds * 7,
         sampling: { temperature: c.dapo.temperature, topP: c.dapo.topP, topK: c.dapo.topK, minP: c.dapo.minP },
         ...rolloutOptions(c, stage),
-        onRecord: () => hooks.progress?.(`dapo ${iteration} rollouts`, ++done, total),
+        onRecord: () => hooks.progress?.(`${phase} rollouts`, ++done, total, 'episode'),
       })),
     );
-    allFailedOrThrow(records, `dapo ${iteration} rollouts`);
+    allFailedOrThrow(records, `${phase} rollouts`);
     batch = policySamples(records, batchOptions);
     const missing = tasks.length - (batch.groups - batch.droppedGroups);
     if (missing <= 0 || refillRounds >= c.dapo.refillRounds || spare.length === 0) break;
@@ -472,7 +512,7 @@ export async function dapoIteration(
     refillRounds++;
   }
   const rolloutSeconds = (performance.now() - t0) / 1000;
-  hooks.rollouts?.(`dapo-${iteration}`, records);
+  hooks.rollouts?.(phase, records);
   const generated = records.reduce((a, r) => a + r.assistantMask.reduce((s, x) => s + x, 0), 0);
   if (extras.reference)
     for (const s of batch.samples) s.refLogprobs = await sequenceLogprobs(extras.reference, s.tokens);
@@ -481,11 +521,13 @@ export async function dapoIteration(
   const t1 = performance.now();
   // Every pass's steps take the rollout policy's logprobs as the ratio's denominator, so passes
   // after the first are off-policy by design and the clip bounds them (PPO's epochs).
+  const per = Math.max(1, Math.ceil(batch.samples.length / c.dapo.stepsPerIteration));
+  const planned = batch.samples.length > 0 ? c.dapo.epochs * Math.ceil(batch.samples.length / per) : 0;
   for (let epoch = 0; epoch < c.dapo.epochs && batch.samples.length > 0; epoch++) {
     const order = shuffled(batch.samples, c.seed + iteration + epoch * 7_919_993);
-    const per = Math.ceil(order.length / c.dapo.stepsPerIteration);
     for (let b = 0; b < order.length; b += per) {
       steps.push(await trainer.policyStep(order.slice(b, b + per), dapoLossConfig(c, stage)));
+      hooks.progress?.(`${phase} training`, steps.length, planned, 'step');
     }
   }
   const trainSeconds = (performance.now() - t1) / 1000;
@@ -493,6 +535,7 @@ export async function dapoIteration(
     steps.length ? steps.reduce((a, m) => a + (f(m) ?? 0), 0) / steps.length : 0;
   const metrics = {
     iteration,
+    skipped: steps.length === 0 ? 1 : 0,
     ...episodeStats(records),
     groups: batch.groups,
     droppedGroups: batch.droppedGroups,
@@ -513,6 +556,6 @@ export async function dapoIteration(
     trainSeconds,
     rolloutTokensPerSecond: generated / Math.max(1e-9, rolloutSeconds),
   };
-  hooks.log({ stage: 'dapo', event: 'iteration', ...metrics });
+  hooks.log({ stage: 'dapo', event: 'iteration', phase, ...metrics });
   return { metrics, records };
 }

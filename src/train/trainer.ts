@@ -165,7 +165,13 @@ export class Trainer {
     return { N, microBatches: mbs.length, results, counts, logprobs, st };
   }
 
-  /** One SFT step: token-mean cross-entropy over every masked token of every sample. */
+  /**
+   * One SFT step: token-mean cross-entropy over every masked token of every sample. A batch with
+   * no trained token (no samples, or every mask 0) has no loss to average: it throws
+   * INVALID_ARGUMENT and changes nothing (no optimizer step, the step count unchanged). Callers
+   * with possibly empty data skip the step instead, as the pipeline's stages do (sftEpochs, rft,
+   * dapoIteration).
+   */
   async sftStep(samples: TrainSample[]): Promise<StepMetrics> {
     const t0 = performance.now();
     const prepared = samples.map((s, i) => rows(s, `samples[${i}]`));
@@ -189,7 +195,8 @@ export class Trainer {
 
   /**
    * One policy-gradient step (PPO-clip / DAPO per `cfg`): each sample's advantage and behaviour
-   * logprobs, aggregated over the batch by `cfg.agg` (token-mean by default).
+   * logprobs, aggregated over the batch by `cfg.agg` (token-mean by default). Like
+   * {@link Trainer.sftStep}, a batch with no trained token throws INVALID_ARGUMENT, untouched.
    */
   async policyStep(samples: PolicySample[], cfg: PolicyLossConfig = {}): Promise<StepMetrics> {
     const t0 = performance.now();
