@@ -8,6 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { parquetReadObjects } from 'hyparquet';
 import { invalidArgument, SwerlError } from '../errors.js';
+import { checkFilePaths, checkTests, checkUniqueIds } from './task-checks.js';
 
 /** A task, with SWE-bench / SWE-rebench field names. Mini-SWE tasks carry their repository inline in `files`. */
 export interface SweTask {
@@ -63,7 +64,13 @@ const KNOWN_FIELDS = new Set([
 /** The optional descriptive fields, which datasets give as strings (parquet may give numbers or dates). */
 const TEXT_FIELDS = ['version', 'environment_setup_commit', 'created_at', 'hints_text', 'difficulty'] as const;
 
-/** Reads tasks from a .json (an array, or { tasks: [...] }), .jsonl or .parquet file. */
+/**
+ * Reads tasks from a .json (an array, or { tasks: [...] }), .jsonl or .parquet file, checking
+ * every row (checkTask) and that no instance_id appears twice. All or nothing: a bad row rejects
+ * the whole call with INVALID_TASK, whose message names the row as `file:N` for .jsonl (N the
+ * 1-based line), `file[i]` for .json and `file row i` for .parquet (i 0-based), then the
+ * instance id and the field.
+ */
 export async function loadTasks(path: string): Promise<SweTask[]> {
   if (typeof path !== 'string') throw invalidArgument('path', 'a file path', path);
   const ext = extname(path).toLowerCase();
@@ -118,10 +125,32 @@ export async function loadTasks(path: string): Promise<SweTask[]> {
       'INVALID_ARGUMENT',
     );
   }
-  return rows.map(({ where, value }) => checkTask(value, where));
+  const tasks = rows.map(({ where, value }) => checkTask(value, where));
+  checkUniqueIds(tasks, (i) => (rows[i] as { where: string }).where);
+  return tasks;
 }
 
-/** Checks one task row, normalising JSON-encoded test lists; errors name the row and the field. */
+/**
+ * Checks an in-memory task list (a generated suite, or tasks built by a program) as loadTasks
+ * checks a file's rows: each task's fields (checkTask), its `files` paths and tests, and unique
+ * instance ids. Throws INVALID_TASK naming the task as `tasks[i]` (0-based) and its instance id;
+ * the list is not changed.
+ */
+export function checkTasks(tasks: readonly SweTask[]): void {
+  if (!Array.isArray(tasks)) throw invalidArgument('tasks', 'an array of tasks', tasks);
+  const label = (i: number) => `tasks[${i}]`;
+  tasks.forEach((t, i) => {
+    checkTask(t, label(i));
+  });
+  checkUniqueIds(tasks, label);
+}
+
+/**
+ * Checks one task row, normalising JSON-encoded test lists; errors (INVALID_TASK) name the row
+ * (`where`), the instance id and the field. Besides each field's type: FAIL_TO_PASS must be
+ * present and not empty, `files` paths must stay inside the workspace, and an inline task must
+ * name a test file it has (task-checks.ts).
+ */
 export function checkTask(value: unknown, where = 'task'): SweTask {
   if (typeof value !== 'object' || value === null || Array.isArray(value))
     throw new SwerlError(`${where}: a task must be an object`, 'INVALID_TASK');
@@ -160,7 +189,8 @@ export function checkTask(value: unknown, where = 'task'): SweTask {
     FAIL_TO_PASS: tests('FAIL_TO_PASS'),
     PASS_TO_PASS: tests('PASS_TO_PASS'),
   };
-  if (task.FAIL_TO_PASS.length === 0) throw new SwerlError(`${at}: field 'FAIL_TO_PASS' is empty`, 'INVALID_TASK');
+  if (o.FAIL_TO_PASS === undefined || o.FAIL_TO_PASS === null)
+    throw new SwerlError(`${at}: field 'FAIL_TO_PASS' is missing`, 'INVALID_TASK');
   const base = str('base_commit', false);
   if (base !== undefined) task.base_commit = base;
   const image = str('image', false) ?? str('docker_image', false) ?? str('image_name', false);
@@ -197,8 +227,10 @@ export function checkTask(value: unknown, where = 'task'): SweTask {
       !Object.values(files).every((c) => typeof c === 'string')
     )
       throw new SwerlError(`${at}: field 'files' must map paths to file contents`, 'INVALID_TASK');
+    checkFilePaths(files as Record<string, string>, at);
     task.files = files as Record<string, string>;
   }
+  checkTests(task, at);
   return task;
 }
 

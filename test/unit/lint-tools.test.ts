@@ -46,7 +46,8 @@ describe('check-clang-format.mjs', () => {
   });
 
   it('fails without clang-format when CI or SWERL_REQUIRE_CLANG_FORMAT=1 is set', () => {
-    for (const env of [{ CI: 'true' }, { CI: '1' }, { SWERL_REQUIRE_CLANG_FORMAT: '1' }]) {
+    const envs: Record<string, string>[] = [{ CI: 'true' }, { CI: '1' }, { SWERL_REQUIRE_CLANG_FORMAT: '1' }];
+    for (const env of envs) {
       const r = lint({ PATH: empty, ...env });
       expect(r.status, JSON.stringify(env)).toBe(1);
       expect(r.out).toMatch(/^clang-format not found, and the C\+\+ format check is required here/);

@@ -1,7 +1,9 @@
 /**
  * loadTasks on the three file types Hugging Face SWE datasets come in (JSON, JSONL, Parquet),
  * with test lists as arrays or as the JSON-encoded strings the datasets ship; errors that name
- * the row, the instance and the field; the paper's patch-size filter.
+ * the row, the instance and the field; the load-time checks (inline paths inside the workspace,
+ * tests to grade by, unique ids) on files and on in-memory lists (checkTasks); the paper's
+ * patch-size filter.
  */
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -10,7 +12,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parquetWriteBuffer } from 'hyparquet-writer';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { filterTasksByPatch, loadTasks, patchSize, type SweTask } from '../../src/index.js';
+import { checkTasks } from '../../src/env/tasks.js';
+import { filterTasksByPatch, generateMiniSweTasks, loadTasks, patchSize, type SweTask } from '../../src/index.js';
 
 let dir = '';
 beforeAll(async () => {
@@ -135,6 +138,138 @@ describe('loadTasks', () => {
     await expect(loadTasks(join(dir, 'missing.json'))).rejects.toMatchObject({ code: 'IO_ERROR' });
     await writeFile(join(dir, 'x.csv'), 'a,b');
     await expect(loadTasks(join(dir, 'x.csv'))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+  });
+});
+
+/** An inline (mini-SWE / node) task: its repository in `files`, its test ids `file::name`. */
+const INLINE: SweTask = {
+  instance_id: 'mini__m-1',
+  repo: 'mini/m',
+  problem_statement: 'f() returns 1; expected 2.',
+  patch: 'diff --git a/src/f.js b/src/f.js\n',
+  test_patch: '',
+  FAIL_TO_PASS: ['test/f.test.js::f > two'],
+  PASS_TO_PASS: [],
+  files: { 'src/f.js': 'export const f = () => 1;\n', 'test/f.test.js': '// tests\n' },
+};
+
+describe('load-time checks', () => {
+  const withFiles = (files: Record<string, string>): SweTask => ({ ...INLINE, files: { ...INLINE.files, ...files } });
+  /** Each case: the rows (all as one file), and the exact message after the file's path. */
+  const cases: [string, SweTask[], string][] = [
+    [
+      'absolute',
+      [withFiles({ '/etc/passwd': 'x' })],
+      `[0] (mini__m-1): field 'files' path "/etc/passwd" is absolute (paths are relative to the workspace)`,
+    ],
+    ['empty', [withFiles({ '': 'x' })], `[0] (mini__m-1): field 'files' path "" is empty`],
+    ['NUL', [withFiles({ 'a\0b.js': 'x' })], `[0] (mini__m-1): field 'files' path "a\\u0000b.js" contains a NUL byte`],
+    [
+      'dot-dot',
+      [INLINE, withFiles({ '../x': 'x' })],
+      `[1] (mini__m-1): field 'files' path "../x" escapes the workspace (it normalises to "../x")`,
+    ],
+    [
+      'nested dot-dot',
+      [withFiles({ 'a/../../x': 'x' })],
+      `[0] (mini__m-1): field 'files' path "a/../../x" escapes the workspace (it normalises to "../x")`,
+    ],
+    [
+      'the workspace',
+      [withFiles({ 'a/..': 'x' })],
+      `[0] (mini__m-1): field 'files' path "a/.." names the workspace itself, not a file`,
+    ],
+    [
+      'the same file twice',
+      [withFiles({ './src/f.js': 'y' })],
+      `[0] (mini__m-1): field 'files' paths "src/f.js" and "./src/f.js" are the same file`,
+    ],
+    [
+      'duplicate ids',
+      [TASKS[0] as SweTask, TASKS[1] as SweTask, TASKS[0] as SweTask],
+      `[2] (org__lib-1): field 'instance_id' duplicates <where>[0] (org__lib-1)`,
+    ],
+    [
+      'empty FAIL_TO_PASS',
+      [{ ...(TASKS[0] as SweTask), FAIL_TO_PASS: [] }],
+      `[0] (org__lib-1): field 'FAIL_TO_PASS' is empty (a task needs at least one test that its fix makes pass)`,
+    ],
+    [
+      'an inline task without its test file',
+      [{ ...INLINE, FAIL_TO_PASS: ['test/gone.test.js::f'] }],
+      `[0] (mini__m-1): field 'FAIL_TO_PASS' names no test file that 'files' or 'test_patch' holds (inline task ids are 'path/to/file.test.js::name'), so the task has no tests to run`,
+    ],
+  ];
+
+  it('loadTasks rejects each bad row with INVALID_TASK naming the row (0-based), the id and the field', async () => {
+    for (const [what, rows, tail] of cases) {
+      const file = join(dir, `check-${what.replace(/\W+/g, '-')}.json`);
+      await writeFile(file, JSON.stringify(rows));
+      let caught: unknown;
+      let got: unknown;
+      try {
+        got = await loadTasks(file);
+      } catch (e) {
+        caught = e;
+      }
+      expect(got, `${what}: nothing partial is returned`).toBeUndefined();
+      expect(caught, what).toMatchObject({ name: 'SwerlError', code: 'INVALID_TASK' });
+      expect((caught as Error).message, what).toBe(`${file}${tail.replace('<where>', file)}`);
+    }
+  });
+
+  it('a .jsonl file names rows by 1-based line, a .parquet file by 0-based row', async () => {
+    await writeFile(join(dir, 'dup.jsonl'), `${JSON.stringify(TASKS[1])}\n\n${JSON.stringify(TASKS[1])}\n`);
+    await expect(loadTasks(join(dir, 'dup.jsonl'))).rejects.toThrow(
+      `${join(dir, 'dup.jsonl')}:3 (org__lib-2): field 'instance_id' duplicates ${join(dir, 'dup.jsonl')}:1 (org__lib-2)`,
+    );
+    const buf = parquetWriteBuffer({
+      columnData: ['instance_id', 'repo', 'problem_statement', 'patch', 'FAIL_TO_PASS', 'files'].map((name) => ({
+        name,
+        data: [INLINE, withFiles({ 'a/../../x': '' })].map((t) =>
+          name === 'files' || name === 'FAIL_TO_PASS' ? JSON.stringify(t[name]) : (t[name as keyof SweTask] as string),
+        ),
+        type: 'STRING' as const,
+      })),
+    });
+    await writeFile(join(dir, 'bad.parquet'), Buffer.from(buf));
+    await expect(loadTasks(join(dir, 'bad.parquet'))).rejects.toThrow(
+      `${join(dir, 'bad.parquet')} row 1 (mini__m-1): field 'files' path "a/../../x" escapes the workspace`,
+    );
+  });
+
+  it('checkTasks checks an in-memory list the same way, naming tasks[i], and changes nothing', () => {
+    for (const [what, rows, tail] of cases) {
+      const before = structuredClone(rows);
+      let caught: unknown;
+      try {
+        checkTasks(rows);
+      } catch (e) {
+        caught = e;
+      }
+      expect(caught, what).toMatchObject({ code: 'INVALID_TASK' });
+      expect((caught as Error).message, what).toBe(`tasks${tail.replace('<where>', 'tasks')}`);
+      expect(rows, `${what}: the list is unchanged`).toEqual(before);
+    }
+    // Field shapes too, as loadTasks checks them.
+    expect(() => checkTasks([{ ...INLINE, PASS_TO_PASS: [1] as unknown as string[] }])).toThrow(
+      "tasks[0] (mini__m-1): field 'PASS_TO_PASS' must be a list of test ids",
+    );
+    expect(() => checkTasks('x' as unknown as SweTask[])).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+    );
+  });
+
+  it('accepts good inline tasks: test files from test_patch, a generated mini-SWE suite', async () => {
+    const viaPatch: SweTask = {
+      ...INLINE,
+      instance_id: 'mini__m-2',
+      FAIL_TO_PASS: ['test/new.test.js::n'],
+      test_patch: 'diff --git a/test/new.test.js b/test/new.test.js\nnew file mode 100644\n',
+    };
+    expect(() => checkTasks([INLINE, viaPatch, ...TASKS])).not.toThrow();
+    const suite = await generateMiniSweTasks({ count: 2, seed: 3 });
+    expect(() => checkTasks(suite)).not.toThrow();
   });
 });
 
