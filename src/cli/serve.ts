@@ -1,7 +1,7 @@
 /**
  * `swerl serve --model DIR [--port N]`: an OpenAI-compatible server over a Hugging Face model
  * directory (config.json, safetensors, tokenizer.json, tokenizer_config.json with its chat
- * template).
+ * template). docs/serve.md is the reference of its options and of what it accepts.
  */
 import { basename, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -13,8 +13,17 @@ import { Tokenizer } from '../tokenizer/tokenizer.js';
 
 const USAGE = `usage: swerl serve --model DIR [--port 8000] [--host 127.0.0.1] [--name NAME]
                    [--kv-blocks N] [--block-size 16] [--max-batch-tokens 2048]
+                   [--max-model-len N] [--max-queued-requests 256] [--max-queued-tokens 1048576]
+                   [--api-key KEY] [--quiet]
 
-Serves /v1/models, /v1/completions and /v1/chat/completions for the model in DIR.`;
+Serves /v1/models, /v1/completions and /v1/chat/completions for the model in DIR.
+  --max-model-len N        longest prompt + completion (default: the smaller of the model's
+                           max_position_embeddings and the KV cache); longer requests get a 400
+  --max-queued-requests N  requests admitted at once; one more gets a 429
+  --max-queued-tokens N    tokens admitted at once (n x (prompt + max_tokens) per request); 429 beyond
+  --api-key KEY            require "Authorization: Bearer KEY" (default: $SWERL_API_KEY; none: open)
+  --quiet                  no per-request log line on stderr
+See docs/serve.md.`;
 
 /** Runs the server until SIGINT/SIGTERM; returns the process exit code. */
 export async function main(argv: string[]): Promise<number> {
@@ -30,6 +39,11 @@ export async function main(argv: string[]): Promise<number> {
         'kv-blocks': { type: 'string' },
         'block-size': { type: 'string', default: '16' },
         'max-batch-tokens': { type: 'string', default: '2048' },
+        'max-model-len': { type: 'string' },
+        'max-queued-requests': { type: 'string', default: '256' },
+        'max-queued-tokens': { type: 'string', default: String(2 ** 20) },
+        'api-key': { type: 'string' },
+        quiet: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
       },
     }));
@@ -62,12 +76,23 @@ export async function main(argv: string[]): Promise<number> {
       maxBatchTokens: int('max-batch-tokens'),
       ...(values['kv-blocks'] !== undefined ? { kvBlocks: int('kv-blocks') } : {}),
     });
+    const apiKey = typeof values['api-key'] === 'string' ? values['api-key'] : process.env.SWERL_API_KEY || undefined;
+    const host = values.host as string;
+    if (!apiKey && !['127.0.0.1', 'localhost', '::1'].includes(host))
+      process.stderr.write(
+        `swerl serve: warning: listening on ${host} without --api-key: anyone who can reach it may use it\n`,
+      );
     const server = await startOpenAiServer({
       engine,
       tokenizer,
       modelName: typeof values.name === 'string' ? values.name : basename(dir),
       port: int('port'),
-      host: values.host as string,
+      host,
+      maxQueuedRequests: int('max-queued-requests'),
+      maxQueuedTokens: int('max-queued-tokens'),
+      ...(values['max-model-len'] !== undefined ? { maxModelLen: int('max-model-len') } : {}),
+      ...(apiKey ? { apiKey } : {}),
+      ...(values.quiet ? {} : { log: (line: string) => process.stderr.write(`${line}\n`) }),
     });
     process.stdout.write(
       `swerl serve: ${server.url} (model ${typeof values.name === 'string' ? values.name : basename(dir)})\n`,
