@@ -72,6 +72,8 @@ export async function runRequest(
   spec: RunSpec,
   res: ServerResponse,
   signal: AbortSignal,
+  /** Updated as tokens come (the request log of an aborted stream reads it). */
+  counts: RunCounts = { promptTokens: 0, completionTokens: 0 },
 ): Promise<RunCounts> {
   const { engine, tokenizer, modelName } = ctx;
   const p = spec.params;
@@ -264,6 +266,7 @@ export async function runRequest(
         signal: abort.signal,
         onToken: (t) => {
           c.tokens++;
+          counts.completionTokens++;
           c.logprobs.push(t);
           c.pendingLogprobs.push(t);
           if (stops.has(t.token)) return false; // the engine ends the request on it; it is not text
@@ -291,10 +294,7 @@ export async function runRequest(
   const failed = settled.find((s) => s.status === 'rejected');
   if (failed) throw (failed as PromiseRejectedResult).reason;
 
-  const counts: RunCounts = {
-    promptTokens: spec.prompts.reduce((a, q) => a + q.ids.length, 0),
-    completionTokens: choices.reduce((a, c) => a + c.tokens, 0),
-  };
+  counts.promptTokens = spec.prompts.reduce((a, q) => a + q.ids.length, 0);
   const usage = {
     prompt_tokens: counts.promptTokens,
     completion_tokens: counts.completionTokens,

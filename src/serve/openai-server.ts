@@ -51,6 +51,8 @@ export interface OpenAiServer {
   readonly port: number;
   /** Longest prompt + completion of one request, in tokens. */
   readonly maxModelLen: number;
+  /** Requests admitted and not yet finished, and the tokens they count for (see maxQueuedTokens). */
+  queued(): { requests: number; tokens: number };
   close(): Promise<void>;
 }
 
@@ -133,14 +135,13 @@ export async function startOpenAiServer(o: OpenAiServerOptions): Promise<OpenAiS
       const spec = path === '/v1/completions' ? completionsSpec(body) : chatSpec(body);
       const cost = spec.prompts.reduce((a, q) => a + spec.params.n * (q.ids.length + spec.maxTokens), 0);
       admit(cost);
+      counts.promptTokens = spec.prompts.reduce((a, q) => a + q.ids.length, 0);
       const abort = new AbortController();
       res.once('close', () => {
         if (!res.writableFinished) abort.abort(); // the client went away: free its sequences
       });
       try {
-        const c = await runRequest(ctx, spec, res, abort.signal);
-        counts.promptTokens = c.promptTokens;
-        counts.completionTokens = c.completionTokens;
+        await runRequest(ctx, spec, res, abort.signal, counts);
       } finally {
         queue.requests--;
         queue.tokens -= cost;
@@ -275,6 +276,7 @@ export async function startOpenAiServer(o: OpenAiServerOptions): Promise<OpenAiS
   return {
     port,
     maxModelLen,
+    queued: () => ({ ...queue }),
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}/v1`,
     close: () =>
       new Promise<void>((resolve) => {
