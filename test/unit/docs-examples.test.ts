@@ -4,9 +4,10 @@
  * resolves to this checkout (node_modules/swerl links to it, so the package's `exports` and the
  * built dist/ are what an example imports: run `npm run build:ts` first). A ```text output block
  * right after an example is what it must print, exactly. A ```js or ```ts block that is neither
- * `test` nor `no-run` (with its reason as a comment on its first line) fails, so that no example
- * can drift unrun. The docs are also checked to be self-contained: every relative link names a
- * file of the repository, and nothing points at files outside it.
+ * `test` nor `no-run` (with its reason as a comment on its first line) fails, and so does an
+ * output block with no example right before it, so that no example can drift unrun. The docs are
+ * also checked to be self-contained: every relative link names a file of the repository, and
+ * nothing points at files outside it.
  */
 import { execFile } from 'node:child_process';
 import {
@@ -35,12 +36,13 @@ const docFiles = [
     .map((f) => `docs/${f}`),
 ];
 
-/** A fenced code block: its info string's words, its text, and where it starts (1-based line). */
+/** A fenced code block: its info string's words, its text, and its fence lines (1-based). */
 interface Fence {
   lang: string;
   flags: string[];
   code: string;
   line: number;
+  end: number;
 }
 
 /**
@@ -58,7 +60,7 @@ function fences(text: string): Fence[] {
     let j = i + 1;
     const close = new RegExp(`^ {0,3}\`{${(open[1] as string).length},}\\s*$`);
     while (j < lines.length && !close.test(lines[j] as string)) body.push(lines[j++] as string);
-    out.push({ lang, flags, code: body.length ? `${body.join('\n')}\n` : '', line: i + 1 });
+    out.push({ lang, flags, code: body.length ? `${body.join('\n')}\n` : '', line: i + 1, end: j + 1 });
     i = j;
   }
   return out;
@@ -74,17 +76,25 @@ interface Example {
 }
 
 const examples: Example[] = [];
-/** Code blocks that are neither runnable nor marked as not runnable with a reason. */
+/** Blocks that would go unchecked: code neither run nor marked no-run with a reason, stray outputs. */
 const unmarked: string[] = [];
 for (const file of docFiles) {
   const blocks = fences(readFileSync(join(root, file), 'utf8'));
   blocks.forEach((b, i) => {
-    if (!CODE.has(b.lang)) return;
     const where = `${file}:${b.line}`;
+    if (b.lang === 'text' && b.flags.includes('output')) {
+      // An expected output that no example precedes would be checked against nothing.
+      const prev = blocks[i - 1];
+      if (!(prev?.lang === 'js' && prev.flags.includes('test') && b.line <= prev.end + 2))
+        unmarked.push(`${where}: a text output block right after no js test block`);
+    }
+    if (!CODE.has(b.lang)) return;
     if (b.flags.includes('test')) {
       if (b.lang !== 'js') unmarked.push(`${where}: a runnable example is \`\`\`js test (node runs it as is)`);
+      // Its expected output: a ```text output block after it, with at most a blank line between.
       const next = blocks[i + 1];
-      const output = next?.lang === 'text' && next.flags.includes('output') ? next.code : undefined;
+      const output =
+        next?.lang === 'text' && next.flags.includes('output') && next.line <= b.end + 2 ? next.code : undefined;
       examples.push({ name: where, code: b.code, output });
     } else if (b.flags.includes('no-run')) {
       // The reason: a comment of a few words on the block's first line.
@@ -99,7 +109,7 @@ describe('docs examples', () => {
     expect(examples.some((e) => e.name.startsWith('README.md'))).toBe(true);
   });
 
-  it('every js/ts block is either run (js test) or marked no-run with its reason', () => {
+  it('every js/ts block is run (js test) or marked no-run with its reason; every output has its example', () => {
     expect(unmarked).toEqual([]);
   });
 
@@ -107,9 +117,9 @@ describe('docs examples', () => {
     const md =
       'a\n```js test\nx\n```\n\n```text output\ny\n```\n  ```` ```bash ```` inline\n````ts no-run\n```\n````\n';
     expect(fences(md)).toEqual([
-      { lang: 'js', flags: ['test'], code: 'x\n', line: 2 },
-      { lang: 'text', flags: ['output'], code: 'y\n', line: 6 },
-      { lang: 'ts', flags: ['no-run'], code: '```\n', line: 10 },
+      { lang: 'js', flags: ['test'], code: 'x\n', line: 2, end: 4 },
+      { lang: 'text', flags: ['output'], code: 'y\n', line: 6, end: 8 },
+      { lang: 'ts', flags: ['no-run'], code: '```\n', line: 10, end: 12 },
     ]);
   });
 
