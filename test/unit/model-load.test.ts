@@ -244,6 +244,13 @@ const BF16_KNOWN: [number, number][] = [
   [0xff80, Number.NEGATIVE_INFINITY],
 ];
 
+/** The known patterns whose value is finite (Model.load refuses the others). */
+function finite(known: readonly [number, number][]): [number, number][] {
+  return known.filter(([, v]) => Number.isFinite(v));
+}
+
+type ParameterInfoLike = { name: string; shape: number[] };
+
 /** n finite 16-bit patterns (never NaN or infinity) of a format with `expMask`, from seed. */
 function finiteHalfBits(n: number, seed: number, expMask: number): Uint16Array {
   const r = rng(seed);
@@ -363,18 +370,27 @@ describe('Model.save then Model.load', () => {
     const config = JSON.parse(await readFile(join(dir, 'config.json'), 'utf8'));
     expect(config.torch_dtype).toBe('bfloat16');
 
-    const loaded = await Model.load(dir);
+    // Decoded from the file's bytes: Model.load would refuse the infinities among the special values.
+    const fileBytes = await readFile(join(dir, 'model.safetensors'));
+    const stored = (name: string): Float32Array => {
+      const t = h.tensors.get(name);
+      if (!t) throw new Error(`${name} not in the file`);
+      return Float32Array.from({ length: t.bytes / 2 }, (_, i) => decodeBf16(fileBytes.readUInt16LE(t.begin + 2 * i)));
+    };
     let changed = 0;
     for (const p of m.parameters()) {
       const orig = m.getParameter(p.name);
       const want = Float32Array.from(orig, (v) => roundBf16(v));
-      const got = loaded.getParameter(p.name);
+      const got = stored(p.name);
       expectBitwise(got, want, p.name);
       changed += orig.filter((v, i) => !Object.is(v, got[i])).length;
     }
     expect(changed, 'bf16 rounding changed almost every random value').toBeGreaterThan(m.numParameters / 2);
     // The literal expectations of the special values (a check of the reference too).
-    expect(Array.from(loaded.getParameter('model.norm.weight'))).toEqual([
+    await expect(Model.load(dir)).rejects.toThrow(
+      /tensor model\.norm\.weight holds a non-finite value .* at flat index 4;/,
+    );
+    expect(Array.from(stored('model.norm.weight'))).toEqual([
       1,
       1 + 2 ** -6,
       1 + 2 ** -7,
@@ -405,9 +421,17 @@ describe('Model.save then Model.load', () => {
     expect(bits(m.getParameter('model.norm.weight'))[4]).toBe(0x7f800001);
     const dir = await newDir();
     await m.save(dir, { dtype: 'bf16' });
-    const got = (await Model.load(dir)).getParameter('model.norm.weight');
+    // Read back from the file's bytes: Model.load refuses non-finite weights.
+    const file = join(dir, 'model.safetensors');
+    const t = (await readSafetensorsHeader(file)).tensors.get('model.norm.weight');
+    const data = (await readFile(file)).subarray(t?.begin, (t?.begin ?? 0) + (t?.bytes ?? 0));
+    const got = Array.from({ length: 6 }, (_, i) => decodeBf16(data.readUInt16LE(2 * i)));
     expect([3, 4, 5].map((i) => Number.isNaN(got[i]))).toEqual([true, true, true]);
     expect(Number.isNaN(got[2])).toBe(false);
+    const e = await swerlError(() => Model.load(dir), 'CORRUPT_FILE');
+    expect(e.message).toBe(
+      `${file}: tensor model.norm.weight holds a non-finite value (NaN or ±Inf) at flat index 3; the checkpoint is corrupt (was it saved after training diverged?)`,
+    );
   });
 
   it('save rejects dtype f16 (INVALID_ARGUMENT) and a path under a file (IO_ERROR)', async () => {
@@ -435,17 +459,77 @@ describe('hand-written safetensors files', () => {
       const tensors = m.parameters().map((p, k) => {
         const n = p.shape.reduce((a, d) => a * d, 1);
         const hb = finiteHalfBits(n, 100 + k, expMask);
-        if (p.name === 'model.embed_tokens.weight') for (const [i, [b]] of known.entries()) hb[i] = b;
+        if (p.name === 'model.embed_tokens.weight') for (const [i, [b]] of finite(known).entries()) hb[i] = b;
         expected.set(p.name, Float32Array.from(hb, decode));
         return { name: p.name, dtype, shape: p.shape, data: u16Bytes(hb) };
       });
       const loaded = await Model.load(await rawCheckpoint(m, tensors));
       for (const [name, want] of expected) expectBitwise(loaded.getParameter(name), want, name);
       const embed = loaded.getParameter('model.embed_tokens.weight');
-      expect(Array.from(embed.subarray(0, known.length))).toEqual(known.map(([, v]) => v));
-      expect(Object.is(embed[known.findIndex(([b]) => b === 0x8000)], -0)).toBe(true);
+      expect(Array.from(embed.subarray(0, finite(known).length))).toEqual(finite(known).map(([, v]) => v));
+      expect(Object.is(embed[finite(known).findIndex(([b]) => b === 0x8000)], -0)).toBe(true);
     });
   }
+
+  // NaN and ±Inf, in each stored dtype, refused at load (CORRUPT_FILE naming the file and the
+  // tensor); the ±Inf patterns are the known ones above, so this checks their decoding too.
+  const nonFinite: [string, (n: number, k: number) => Uint8Array, string][] = [];
+  for (const [bits, what] of [
+    [0x7fc00000, 'NaN'],
+    [0x7f800001, 'signalling NaN'],
+    [0x7f800000, '+Inf'],
+    [0xff800000, '-Inf'],
+  ] as const) {
+    nonFinite.push([
+      'F32',
+      (n, k) => {
+        const v = new Uint32Array(Float32Array.from({ length: n }, (_, i) => 0.01 * i).buffer);
+        v[k] = bits;
+        return new Uint8Array(v.buffer);
+      },
+      what,
+    ]);
+  }
+  for (const [dtype, known, expMask, nan] of [
+    ['F16', F16_KNOWN, 0x7c00, 0x7e00],
+    ['BF16', BF16_KNOWN, 0x7f80, 0x7fc0],
+  ] as const) {
+    const patterns: [number, string][] = [
+      [nan, 'NaN'],
+      [nan | 0x8001, '-NaN'],
+      ...known.filter(([, v]) => !Number.isFinite(v)).map(([b, v]): [number, string] => [b, String(v)]),
+    ];
+    for (const [b, what] of patterns) {
+      nonFinite.push([
+        dtype,
+        (n, k) => {
+          const hb = finiteHalfBits(n, 7, expMask);
+          hb[k] = b;
+          return u16Bytes(hb);
+        },
+        `${what} (0x${b.toString(16)})`,
+      ]);
+    }
+  }
+  it('a NaN or ±Inf in any tensor, stored as F32, F16 or BF16: CORRUPT_FILE naming the file and tensor', async () => {
+    const m = Model.random(QWEN, 5);
+    const ps = m.parameters();
+    for (const [c, [dtype, make, what]] of nonFinite.entries()) {
+      const target = ps[(3 * c + 1) % ps.length] as ParameterInfoLike;
+      const n = target.shape.reduce((a, d) => a * d, 1);
+      const k = (17 * c + 5) % n;
+      const tensors = ps.map((p) => {
+        const size = p.shape.reduce((a, d) => a * d, 1);
+        if (p.name === target.name) return { name: p.name, dtype, shape: p.shape, data: make(size, k) };
+        return { name: p.name, dtype: 'F32', shape: p.shape, data: f32Bytes(new Float32Array(size).fill(0.5)) };
+      });
+      const dir = await rawCheckpoint(m, tensors);
+      const e = await swerlError(() => Model.load(dir), 'CORRUPT_FILE');
+      expect(e.message, `${dtype} ${what} in ${target.name}`).toBe(
+        `${join(dir, 'model.safetensors')}: tensor ${target.name} holds a non-finite value (NaN or ±Inf) at flat index ${k}; the checkpoint is corrupt (was it saved after training diverged?)`,
+      );
+    }
+  });
 
   it('F32, F16 and BF16 tensors mixed in one file, F32 data not 4-byte aligned', async () => {
     const m = Model.random(QWEN, 4);
@@ -890,6 +974,19 @@ describe('Model.load errors', () => {
     it('the valid two-shard case loads', async () => {
       const m = scrambled(QWEN, 10);
       expectSameParameters(await Model.load(await sharded(m)), m);
+    });
+
+    it('a NaN in the second shard: CORRUPT_FILE naming that shard and the tensor', async () => {
+      const m = scrambled(QWEN, 10);
+      const last = m.parameters().at(-1)?.name as string;
+      const v = m.getParameter(last);
+      v[1] = Number.NaN;
+      m.setParameter(last, v);
+      const dir = await sharded(m);
+      const e = await swerlError(() => Model.load(dir), 'CORRUPT_FILE');
+      expect(e.message).toContain(
+        `${join(dir, 's2.safetensors')}: tensor ${last} holds a non-finite value (NaN or ±Inf) at flat index 1;`,
+      );
     });
 
     it('a tensor in two shards: CORRUPT_FILE naming it', async () => {
