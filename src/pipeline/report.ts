@@ -293,7 +293,7 @@ pre{background:#f6f6f6;padding:8px;overflow:auto;max-height:300px}</style></head
 <h1>swerl run: preset ${esc(String(config.preset ?? '?'))}</h1>
 ${runFacts(config, state, summary)}
 <h2>Held-out ${withK ? 'Pass@1 and Pass@k' : 'Pass@1'} by stage</h2>
-<table><tr><th>stage</th><th>Pass@1</th>${withK ? '<th>Pass@k</th>' : ''}<th>k</th><th>tasks</th><th title="samples the grader could not judge (a sandbox or Docker failure), left out of Pass@k">grading errors</th></tr>${table}</table>
+<table><tr><th>stage</th><th>Pass@1</th>${withK ? '<th>Pass@k</th>' : ''}<th>k</th><th>tasks</th><th title="samples the grader could not judge (a sandbox or Docker failure), counted as unsolved">grading errors</th></tr>${table}</table>
 ${passChart(stages)}
 ${byRepo}
 <h2>Training</h2>${skippedNote}${charts || '<p>No training metrics yet.</p>'}

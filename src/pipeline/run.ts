@@ -60,7 +60,7 @@ export interface StageSummary {
   passK: number;
   k: number;
   tasks: number;
-  /** Samples the grader could not judge (grading errors), left out of Pass@1 and Pass@k. */
+  /** Samples the grader could not judge (grading errors), counted as unsolved in Pass@1 and Pass@k. */
   errors?: number;
 }
 
@@ -598,5 +598,5 @@ function checkpointDir(out: string, checkpoint: string): string {
 
 /** The console's note of samples the grader could not judge (none: nothing is printed). */
 function gradingErrors(n: number): string {
-  return n > 0 ? `  [${count(n, 'sample')} not judged: grading errors, left out]` : '';
+  return n > 0 ? `  [${count(n, 'sample')} not judged: grading errors, counted as unsolved]` : '';
 }
