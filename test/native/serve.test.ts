@@ -7,7 +7,7 @@
  * in-process, seeds, logprobs, n, stop strings, streaming with usage, content parts, the tools
  * round trip, UTF-8 in streams, the 400s / 401s with OpenAI's error body, and the request log.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -533,5 +533,23 @@ describe('swerl serve, through the openai client', () => {
     expect(stderr).toMatch(/ POST \/v1\/completions 200 prompt_tokens=1 completion_tokens=3 \d+ms\n/);
     expect(stderr).toMatch(/ POST \/v1\/chat\/completions 401 prompt_tokens=0 completion_tokens=0 \d+ms\n/);
     expect(stderr).toMatch(/ GET \/v1\/models 200 /);
+  });
+
+  it('the CLI lists its options and refuses a bound that is not a positive integer', () => {
+    const bin = join(root, 'bin', 'swerl.js');
+    const help = spawnSync(process.execPath, [bin, 'serve', '--help'], { encoding: 'utf8' });
+    expect(help.status).toBe(0);
+    for (const o of ['--api-key', '--max-queued-requests', '--max-queued-tokens', '--max-model-len', '--quiet'])
+      expect(help.stdout).toContain(o);
+    const bad = spawnSync(
+      process.execPath,
+      [bin, 'serve', '--model', dir, '--port', '0', '--max-queued-requests', '0'],
+      {
+        encoding: 'utf8',
+        timeout: 20_000,
+      },
+    );
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toMatch(/maxQueuedRequests.*INVALID_ARGUMENT/);
   });
 });
