@@ -195,6 +195,11 @@ describe('load-time checks', () => {
       `[0] (org__lib-1): field 'FAIL_TO_PASS' is empty (a task needs at least one test that its fix makes pass)`,
     ],
     [
+      'no FAIL_TO_PASS',
+      [{ ...(TASKS[1] as SweTask), FAIL_TO_PASS: undefined as unknown as string[] }],
+      `[0] (org__lib-2): field 'FAIL_TO_PASS' is missing`,
+    ],
+    [
       'an inline task without its test file',
       [{ ...INLINE, FAIL_TO_PASS: ['test/gone.test.js::f'] }],
       `[0] (mini__m-1): field 'FAIL_TO_PASS' names no test file that 'files' or 'test_patch' holds (inline task ids are 'path/to/file.test.js::name'), so the task has no tests to run`,
