@@ -2,8 +2,9 @@
  * A run folder is never destroyed by accident: `node train.js` into a folder that holds a run
  * stops with RUN_EXISTS and changes nothing; `--force` moves the old run aside whole; a run
  * stopped by Ctrl-C or SIGKILL in its first seconds holds a run that a plain rerun refuses and
- * `--resume` continues. The runs are real `node train.js` processes on the smoke preset, stopped
- * as soon as they have started.
+ * `--resume` continues; a folder written with the old phase names (`dapo-0-0`) is refused by
+ * `--resume` with the way out. The runs are real `node train.js` processes on the smoke preset,
+ * stopped as soon as they have started.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -68,6 +69,26 @@ describe('run folders', () => {
     expect(r.stderr).toMatch(/--resume.*--force.*another --out/);
     expect(snapshot(out)).toEqual(before);
     expect(train(['--out', out, '--resume', '--force']).status).toBe(1);
+    expect(snapshot(out)).toEqual(before);
+  });
+
+  it('a run folder written with the old phase names: --resume refuses it with CANNOT_RESUME, touching nothing', () => {
+    const out = join(dir, 'old-names');
+    mkdirSync(join(out, 'checkpoints', 'dapo-0-0'), { recursive: true });
+    const state = {
+      configHash: 'from-an-older-swerl',
+      done: ['warmstart', 'eval-base', 'rft', 'eval-rft', 'dapo-0-0'],
+      stages: [],
+      elapsedSeconds: 30,
+      checkpoint: join(out, 'checkpoints', 'dapo-0-0'),
+      dapoIterations: 1,
+    };
+    writeFileSync(join(out, 'state.json'), JSON.stringify(state));
+    const before = snapshot(out);
+    const r = train(['--out', out, '--resume']);
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain('[CANNOT_RESUME]');
+    expect(r.stderr).toMatch(/older swerl with other phase names \(dapo-0-0\).*--force/);
     expect(snapshot(out)).toEqual(before);
   });
 

@@ -1,7 +1,10 @@
 /**
  * `node train.js` end to end on the smoke preset: the run folder (summary.json, metrics.jsonl,
- * report.html, a checkpoint Model.load and Tokenizer.load read back), a kill in the middle and
- * `--resume` that finishes without repeating a finished phase, and bad configs rejected with the
+ * report.html, the checkpoints each finished stage keeps, read back by Model.load and
+ * Tokenizer.load), kills after each kind of checkpoint (base, RFT, a DAPO iteration) and
+ * `--resume` that finishes without repeating a finished phase, one phase naming scheme across
+ * state, checkpoints, rollout files, metrics and console lines, progress lines on a piped stderr
+ * while the warm start runs, Pass@1 printed once when k is 1, and bad configs rejected with the
  * field named before anything runs.
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -19,6 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AdamW, isolationAvailable, Model, readRollouts, Tokenizer } from '../../src/index.js';
+import { dapoPhase } from '../../src/pipeline/phases.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
@@ -84,7 +88,7 @@ describe('node train.js', () => {
   }, 120_000); // about 30 node processes: 20-30 s alone, 70 s on a busy machine
 
   it.skipIf(!canSandbox)(
-    'smoke: killed after the base evaluation and again mid-DAPO, --resume finishes without losing or repeating a phase',
+    'smoke: killed after the base evaluation, after RFT and mid-DAPO, --resume finishes without losing or repeating a phase',
     async () => {
       const out = mkdtempSync(join(tmpdir(), 'swerl-train-'));
       chmodSync(out, 0o755); // the sandboxes' folder is inside: as root, their uid must reach it
@@ -98,11 +102,13 @@ describe('node train.js', () => {
           // Demonstrations from the first 3 of the 8 training tasks, RFT on the next 2 and DAPO on the
           // last 3 (rft.tasks); the compact prompt.
           miniSwe: { trainTasks: 8 },
-          warmStart: { demoTasks: 3 },
+          // Three warm-start steps (6 demonstrations, 2 a batch), so that progress shows during it.
+          warmStart: { demoTasks: 3, demos: 6, epochs: 1, batchSize: 2 },
           rft: { tasks: 2 },
           episode: { prompt: 'compact' },
           // A held-out validation after DAPO's first iteration (not after the last: eval-dapo).
-          eval: { every: 1, everyK: 2 },
+          // k = 1 for the stages (Pass@1 printed once), 2 for the validation.
+          eval: { k: 1, every: 1, everyK: 2 },
           dapo: {
             stages: [{ iterations: 2, maxTurns: 8, maxContextTokens: 3072, tasksPerIteration: 3 }],
             klCoef: 0.01,
@@ -117,6 +123,11 @@ describe('node train.js', () => {
       const env = { ...process.env, SWERL_SANDBOX_DIR: sandboxes };
       // The first stop is Ctrl-C's SIGINT, which the CLI handles; the second a SIGKILL, which it
       // cannot, and whose workspaces the resumed run removes.
+      // When a warm-start progress line short of its total came (on the piped stderr), and when the
+      // state first said the warm start was done.
+      let warmLineAt = Number.POSITIVE_INFINITY;
+      let warmDoneAt = Number.POSITIVE_INFINITY;
+      let firstStderr = '';
       const runUntil = async (phase: string, resume: boolean, signal: 'SIGINT' | 'SIGKILL') => {
         const args = [
           join(root, 'train.js'),
@@ -130,17 +141,22 @@ describe('node train.js', () => {
         let stderr = '';
         child.stderr.on('data', (d: Buffer) => {
           stderr += d;
+          const m = /warm start: step (\d+)\/(\d+)/.exec(stderr);
+          if (m && Number(m[1]) < Number(m[2])) warmLineAt = Math.min(warmLineAt, Date.now());
         });
         const deadline = Date.now() + 240_000; // generous: CI runs other test files beside it
         for (;;) {
           if (Date.now() > deadline) throw new Error(`the smoke run never reached ${phase}`);
           await new Promise((r) => setTimeout(r, 250));
           try {
-            if (JSON.parse(readFileSync(statePath, 'utf8')).done.includes(phase)) break;
+            const done = JSON.parse(readFileSync(statePath, 'utf8')).done;
+            if (done.includes('warmstart')) warmDoneAt = Math.min(warmDoneAt, Date.now());
+            if (done.includes(phase)) break;
           } catch {
             // not written yet
           }
         }
+        if (!resume) firstStderr = stderr;
         const exited = new Promise<[number | null, string | null]>((r) =>
           child.on('exit', (code, sig) => r([code, sig])),
         );
@@ -160,13 +176,29 @@ describe('node train.js', () => {
         }
       };
       try {
+        // Resumed from each kind of checkpoint: base (after the first stop), RFT's, a DAPO iteration's.
         await runUntil('eval-base', false, 'SIGINT');
-        await runUntil('dapo-0-0', true, 'SIGKILL');
+        // Without a terminal, progress is lines (with rate and time left), and they came while
+        // the warm start ran, not only at its end.
+        expect(warmLineAt).toBeLessThan(warmDoneAt);
+        expect(firstStderr).toMatch(
+          /: (step|episode) \d+\/\d+ \(\d+%\), ([\d.]+ (steps|episodes)\/s|\w+ per (step|episode)), ~\w+ left/,
+        );
+        expect(firstStderr).not.toContain('\r'); // no bar redraws in a log
+        await runUntil('eval-rft', true, 'SIGKILL');
+        expect(JSON.parse(readFileSync(statePath, 'utf8')).checkpoint).toBe(join('checkpoints', 'rft'));
+        await runUntil(dapoPhase(1, 1), true, 'SIGKILL');
         const resumed = train(['--config', cfg, '--out', join(out, 'run'), '--resume'], env);
         expect(resumed.status, resumed.stderr + resumed.stdout).toBe(0);
         // The killed run's workspaces were removed by the resumed run, which removed its own too.
         expect(readdirSync(sandboxes)).toEqual([]);
         expect(resumed.stdout).toContain('resuming after');
+        // The console names the iteration as the state, checkpoints and rollout files do; k = 1:
+        // Pass@1 once, in the lines and the table.
+        expect(resumed.stdout).toMatch(/^dapo-s1-i002: reward /m);
+        expect(resumed.stdout).toMatch(/^dapo {2}Pass@1 [\d.]+% {2}\(3 held-out tasks\)$/m);
+        expect(resumed.stdout).toContain('| stage | Pass@1 | k | held-out tasks |');
+        expect(resumed.stdout).not.toMatch(/Pass@1 [\d.]+%\s+Pass@1/);
         const run = join(out, 'run');
         const summary = JSON.parse(readFileSync(join(run, 'summary.json'), 'utf8'));
         expect(summary.preset).toBe('smoke');
@@ -203,20 +235,38 @@ describe('node train.js', () => {
         // The second kill lands after the first iteration, mostly during its validation: one
         // validation, after iteration 1, at everyK samples per held-out task.
         const validations = events.filter((e) => e.event === 'validation');
-        expect(validations.map((e) => [e.stage, e.iteration, e.k, e.episodes])).toEqual([['dapo', 1, 2, 6]]);
+        expect(validations.map((e) => [e.stage, e.phase, e.iteration, e.k, e.episodes])).toEqual([
+          ['dapo', 'val-dapo-s1-i001', 1, 2, 6],
+        ]);
         expect(validations[0].pass1).toBeLessThanOrEqual(validations[0].passK);
         const state = JSON.parse(readFileSync(statePath, 'utf8'));
         expect(new Set(state.done).size).toBe(state.done.length);
-        expect(state.done.indexOf('val-dapo-1')).toBe(state.done.indexOf('dapo-0-0') + 1);
+        expect(state.done).toEqual([
+          'warmstart',
+          'eval-base',
+          'rft',
+          'eval-rft',
+          'dapo-s1-i001',
+          'val-dapo-s1-i001',
+          'dapo-s1-i002',
+          'eval-dapo',
+        ]);
         const html = readFileSync(join(run, 'report.html'), 'utf8');
         expect(html).toContain('<svg');
         expect(html).toContain('Pass@1');
         expect(html).toContain('Held-out Pass@1 through RL');
         expect(html).not.toMatch(/<script|https?:\/\//);
-        // The checkpoint is a Hugging Face folder swerl (and transformers) can load.
+        // checkpoints.keep 'stages' (the default): each finished stage's (base, RFT, the final DAPO
+        // iteration) and the KL reference; not the iteration in between. Each is a Hugging Face
+        // folder swerl (and transformers) can load.
         const ckpts = readdirSync(join(run, 'checkpoints')).sort();
-        expect(ckpts).toEqual(['dapo-0-1', 'reference']);
-        const dir = join(run, 'checkpoints', 'dapo-0-1');
+        expect(ckpts).toEqual(['base', 'dapo-s1-i002', 'reference', 'rft']);
+        expect(state.checkpoint).toBe(join('checkpoints', 'dapo-s1-i002'));
+        for (const name of ['base', 'rft']) {
+          const m = await Model.load(join(run, 'checkpoints', name));
+          expect(m.config.vocab_size).toBe((await Tokenizer.load(join(run, 'checkpoints', name))).vocabSize);
+        }
+        const dir = join(run, 'checkpoints', 'dapo-s1-i002');
         const model = await Model.load(dir);
         const tok = await Tokenizer.load(dir);
         expect(model.config.vocab_size).toBe(tok.vocabSize);
@@ -233,12 +283,15 @@ describe('node train.js', () => {
         expect(state.dapoStage.index).toBe(0);
         // Every phase's rollouts, once each (the killed phases' were rewritten, not appended).
         expect(readdirSync(join(run, 'rollouts')).sort()).toEqual(
-          ['dapo-1', 'dapo-2', 'eval-base', 'eval-dapo', 'eval-rft', 'rft', 'val-dapo-1'].map((p) => `${p}.msgpack`),
+          ['dapo-s1-i001', 'dapo-s1-i002', 'eval-base', 'eval-dapo', 'eval-rft', 'rft', 'val-dapo-s1-i001'].map(
+            (p) => `${p}.msgpack`,
+          ),
         );
         const evalBase = events.find((e) => e.event === 'eval' && e.stage === 'base');
         expect(await readRollouts(join(run, 'rollouts', 'eval-base.msgpack'))).toHaveLength(evalBase.episodes);
         for (const e of iterations) {
-          const records = await readRollouts(join(run, 'rollouts', `dapo-${e.iteration}.msgpack`));
+          expect(e.phase).toBe(dapoPhase(1, e.iteration));
+          const records = await readRollouts(join(run, 'rollouts', `${e.phase}.msgpack`));
           expect(records).toHaveLength(e.episodes);
           expect(records.every((r) => r.tokens.length === r.logprobs.length)).toBe(true);
         }
@@ -246,6 +299,6 @@ describe('node train.js', () => {
         rmSync(out, { recursive: true, force: true });
       }
     },
-    420_000,
+    480_000,
   );
 });
