@@ -41,6 +41,12 @@ export function tokenBytesOf(tokenizer: Tokenizer): TokenBytes {
   return (id) => byId.get(id) ?? null;
 }
 
+/** The ids of the tokenizer's special added tokens (those a decode with skipSpecialTokens drops). */
+export function specialIdsOf(tokenizer: Tokenizer): Set<number> {
+  const json = tokenizer.toJson().tokenizer as { added_tokens?: { id: number; special?: boolean }[] };
+  return new Set((json.added_tokens ?? []).filter((a) => a.special).map((a) => a.id));
+}
+
 /** Whether `bytes` ends inside a UTF-8 character that more bytes could still complete. */
 export function endsInPartialChar(bytes: ArrayLike<number>): boolean {
   const n = bytes.length;
@@ -65,6 +71,8 @@ export class IncrementalDetokenizer {
   readonly #tokens: number[] = [];
   readonly #decode: (ids: number[]) => string;
   readonly #bytes: TokenBytes;
+  /** Special tokens the decode skips: they add no bytes. */
+  readonly #skipped: ReadonlySet<number>;
   #prefix = 0; // start of the context window (already emitted)
   #read = 0; // end of what is emitted
 
@@ -72,6 +80,7 @@ export class IncrementalDetokenizer {
     const skip = o.skipSpecialTokens ?? true;
     this.#decode = (ids) => tokenizer.decode(ids, { skipSpecialTokens: skip });
     this.#bytes = o.tokenBytes ?? tokenBytesOf(tokenizer);
+    this.#skipped = skip ? specialIdsOf(tokenizer) : new Set();
   }
 
   /** Every token pushed so far. */
@@ -105,7 +114,9 @@ export class IncrementalDetokenizer {
   #partial(): boolean {
     const tail: number[] = [];
     for (let i = this.#tokens.length - 1; i >= this.#read && tail.length < 4; i--) {
-      const b = this.#bytes(this.#tokens[i] as number);
+      const id = this.#tokens[i] as number;
+      if (this.#skipped.has(id)) continue;
+      const b = this.#bytes(id);
       // Without byte information: hold while the window is short enough to be one character.
       if (b === null) return this.#tokens.length - this.#read < 4;
       tail.unshift(...b);

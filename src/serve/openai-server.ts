@@ -140,6 +140,7 @@ export async function startOpenAiServer(o: OpenAiServerOptions): Promise<OpenAiS
       res.once('close', () => {
         if (!res.writableFinished) abort.abort(); // the client went away: free its sequences
       });
+      if (res.destroyed) abort.abort(); // it went away before the listener was set
       try {
         await runRequest(ctx, spec, res, abort.signal, counts);
       } finally {
