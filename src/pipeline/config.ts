@@ -273,8 +273,14 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
 
 /**
  * The presets: `default` (the embedded run, at most 25 minutes on 2 cores) and `smoke` (under 2).
+ * The smoke run is small but trains in every stage: a 0.5 M-parameter model learns the four
+ * training tasks' direct fixes by heart (warm-start loss 6.2 -> 0.02), a quarter of them in
+ * another scaffold's fences, so that its samples at temperature 1 solve some and fail others: RFT
+ * keeps a few resolved trajectories and DAPO's groups are mixed (seeds 1 and 2: 3 and 2 kept of
+ * 24; DAPO trained 8 to 12 samples every iteration). It does not generalise to the held-out tasks;
+ * it is there to show that every stage, checkpoint and resume path works, quickly.
  * The default is the task design and budget the learnability probes found a model trained from
- * scratch can learn on 2 cores (README, "The pipeline"): name slips whose issue is the error
+ * scratch can learn on 2 cores (docs/results.md): name slips whose issue is the error
  * alone, every task with its own local names (renameLocals, so a name must be read, not
  * recalled), the direct expert, a 0.9 M-parameter model with copy pretraining and the
  * 'identifiers' tokenizer, the compact prompt, demonstrations from half the training tasks and
@@ -287,8 +293,7 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
  * samples 8 per task, so that few groups are flat, with format-error turns trained, on 8 tasks per
  * iteration in 2 optimizer steps of 32 samples (4 groups) each, the paper's shape of many
  * trajectories per step (128) and 2-8 steps per iteration: with 4 steps of 8 samples (one group)
- * per step, the updates read as noise, and DAPO ended below RFT on seeds 1 and 2 (README, "The
- * pipeline", session 15). It refills flat groups from the iteration's unused tasks for up to 2
+ * per step, the updates read as noise, and DAPO ended below RFT on seeds 1 and 2. It refills flat groups from the iteration's unused tasks for up to 2
  * rounds (DAPO's dynamic sampling), so that every step trains on full groups: without refill, seed
  * 2's iterations trained 0 to 16 samples and DAPO ended below RFT.
  * It evaluates 48 held-out tasks 8 times each (384 episodes): at 24 tasks and k = 3 one
@@ -340,37 +345,41 @@ export const PRESETS: Record<string, PipelineConfig> = {
     preset: 'smoke',
     ...structuredClone(BASE),
     miniSwe: {
-      trainTasks: 6,
+      trainTasks: 4,
       testTasks: 3,
       difficulty: 0,
-      kinds: null,
+      kinds: ['misspelled-name'],
       renameLocals: false,
-      issue: 'reproduction',
+      issue: 'error',
       catalogue: 'core',
     },
-    episode: { ...BASE.episode, maxTurns: 8, maxTokensPerTurn: 64, maxContextTokens: 3072, concurrency: 6 },
+    embeddedModel: { hiddenSize: 128, layers: 2, heads: 4, kvHeads: 2, intermediateSize: 384 },
+    episode: { ...BASE.episode, maxTurns: 6, maxTokensPerTurn: 96, maxContextTokens: 2048, concurrency: 8 },
     warmStart: {
       enabled: true,
-      demos: 6,
-      noise: 0.3,
-      style: 'thorough',
-      foreignFormat: 0,
+      demos: 4,
+      noise: 0,
+      style: 'direct',
+      foreignFormat: 0.25,
       freshNames: false,
       freshFiles: false,
       copySteps: 0,
       demoTasks: 0,
-      epochs: 1,
-      lr: 2e-3,
-      batchSize: 6,
+      epochs: 120,
+      lr: 3e-3,
+      batchSize: 2,
     },
-    tokenizer: { ...BASE.tokenizer, vocabSize: 600 },
-    eval: { k: 1, every: 0, everyK: 0 },
-    rft: { enabled: true, tasks: 0, samplesPerTask: 1, epochs: 1, lr: 5e-4, warmupRatio: 0.1, batchSize: 4 },
+    tokenizer: { ...BASE.tokenizer, vocabSize: 1200 },
+    eval: { k: 2, every: 0, everyK: 0 },
+    rft: { enabled: true, tasks: 0, samplesPerTask: 6, epochs: 1, lr: 2e-4, warmupRatio: 0.1, batchSize: 4 },
     dapo: {
-      ...BASE.dapo,
-      stages: [{ iterations: 1, maxTurns: 8, maxContextTokens: 3072, tasksPerIteration: 3 }],
-      samplesPerTask: 2,
+      ...structuredClone(BASE.dapo),
+      lr: 1e-4,
+      samplesPerTask: 4,
       stepsPerIteration: 1,
+      refillRounds: 1,
+      maskFormatErrors: false,
+      stages: [{ iterations: 2, maxTurns: 6, maxContextTokens: 2048, tasksPerIteration: 3 }],
     },
   },
 };
