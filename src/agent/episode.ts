@@ -204,7 +204,7 @@ async function runInShell(
 }
 
 /**
- * The paper's turn-count penalty (reference/paper.md section 2.4): 0 below `threshold` turns,
+ * The paper's turn-count penalty (arXiv 2508.03501): 0 below `threshold` turns,
  * then (threshold − turns) / (maxTurns − threshold), reaching −1 at maxTurns.
  */
 export function turnPenalty(turns: number, maxTurns: number, threshold = 10): number {

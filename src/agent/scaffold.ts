@@ -1,5 +1,5 @@
 /**
- * The paper's agent scaffold (reference/paper.md section 1): a system prompt, the issue prompt in
+ * The paper's agent scaffold (arXiv 2508.03501): a system prompt, the issue prompt in
  * the paper's layout, one reasoning part plus exactly one fenced ```command block per turn (or a
  * Qwen/Hermes <tool_call> JSON), the two format errors, observations ending in the shell prompt,
  * observation truncation, and the tools installed as real commands in the sandbox (bash scripts,

@@ -1,5 +1,5 @@
 /**
- * The SWE-agent tools of the paper's scaffold (reference/paper.md section 1.2) as real commands
+ * The SWE-agent tools of the paper's scaffold (arXiv 2508.03501) as real commands
  * inside the sandbox: one bash script per tool in `.swerl/bin`, state (the open file and its
  * window) in `.swerl/state.json`. `submit` is handled by the episode loop.
  *

@@ -1,5 +1,5 @@
 /**
- * The paper's dynamic task filters (reference/paper.md section 2.2): a task is kept only when its
+ * The paper's dynamic task filters (arXiv 2508.03501): a task is kept only when its
  * gold patch resolves it on every one of N reruns (flaky tests are dropped; the paper uses 50)
  * and its test log shows no import or attribute errors (tests that reference missing names would
  * force the agent to guess them).

@@ -74,7 +74,7 @@ export interface RolloutOptions {
   format?: ActionFormat;
   /** The scaffold's prompts (default 'paper'). */
   prompt?: EpisodeOptions['prompt'];
-  /** The turn penalty's threshold (default 10; reference/paper.md section 2.4). */
+  /** The turn penalty's threshold (default 10; arXiv 2508.03501). */
   turnPenaltyThreshold?: number;
   /** Called as each episode's record is complete (progress bars). */
   onRecord?: (r: RolloutRecord) => void;
