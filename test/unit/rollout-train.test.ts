@@ -372,8 +372,9 @@ describe.skipIf(!canSandbox)('rollouts and the trainer', () => {
     const stage = { iterations: 1, maxTurns: 3, maxContextTokens: 3072, tasksPerIteration: 1 };
     const drgrpo = (dapo: Record<string, unknown>) =>
       resolveConfig({ dapo: { estimator: 'drgrpo', agg: 'seq-mean-token-sum-norm', ...dapo } }, 'smoke');
+    const perTurn = drgrpo({}).episode.maxTokensPerTurn; // the preset's, whatever it is tuned to
     const auto = dapoLossConfig(drgrpo({}), stage);
-    expect(auto).toMatchObject({ agg: 'seq-mean-token-sum-norm', normLength: 3 * 64 }); // smoke: 64 tokens a turn
+    expect(auto).toMatchObject({ agg: 'seq-mean-token-sum-norm', normLength: 3 * perTurn });
     expect(dapoLossConfig(drgrpo({ normLength: 500 }), stage).normLength).toBe(500);
     expect(() => drgrpo({ normLength: -1 })).toThrow(/dapo\.normLength/);
     // The trainer takes it: one sample's loss is its token sum over normLength (advantage 1, ratio 1: −n/normLength).
@@ -385,7 +386,7 @@ describe.skipIf(!canSandbox)('rollouts and the trainer', () => {
       [{ tokens, lossMask, advantage: 1, oldLogprobs: own }],
       auto,
     );
-    expect(step.loss).toBeCloseTo(-3 / (3 * 64), 6);
+    expect(step.loss).toBeCloseTo(-3 / (3 * perTurn), 6);
   });
 
   it('group advantages, dynamic sampling and RFT selection', () => {
