@@ -19,11 +19,39 @@ export interface RemoteEngineOptions {
   apiKey?: string;
   /** Milliseconds before a request fails with IO_ERROR (default 10 minutes). */
   timeoutMs?: number;
+  /**
+   * Times a request the server turns away as busy (429, 503) is sent again, after its
+   * `Retry-After` (else 0.5 s, doubling, at most 10 s), before it fails with IO_ERROR (default 8).
+   */
+  busyRetries?: number;
 }
 
 interface CompletionChoice {
   finish_reason?: string | null;
   logprobs?: { tokens?: string[]; token_logprobs?: number[] } | null;
+}
+
+/** The wait before asking a busy server again: its Retry-After seconds, else 0.5 s doubling, at most 10 s. */
+function retryDelayMs(retryAfter: string | null, attempt: number): number {
+  const seconds = retryAfter === null ? Number.NaN : Number(retryAfter);
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.min(seconds * 1000, 10_000);
+  return Math.min(500 * 2 ** attempt, 10_000);
+}
+
+/** Resolves after `ms`, or rejects when `signal` aborts first. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 /** {@link Engine}'s generate / openSession / stats over HTTP. */
@@ -32,6 +60,7 @@ export class RemoteEngine {
   readonly model: string;
   readonly #headers: Record<string, string>;
   readonly #timeoutMs: number;
+  readonly #busyRetries: number;
   readonly #stats = { prefillTokens: 0, decodeTokens: 0, cachedTokens: 0, preemptions: 0 };
   #inFlight = 0;
 
@@ -45,6 +74,7 @@ export class RemoteEngine {
       ...(o.apiKey ? { authorization: `Bearer ${o.apiKey}` } : {}),
     };
     this.#timeoutMs = o.timeoutMs ?? 600_000;
+    this.#busyRetries = checkInteger('busyRetries', o.busyRetries ?? 8, 0, 1000);
   }
 
   /** Generates from prompt token ids; resolves like Engine.generate. */
@@ -71,19 +101,30 @@ export class RemoteEngine {
       ...(s.frequencyPenalty ? { frequency_penalty: s.frequencyPenalty } : {}),
       ...(s.repetitionPenalty && s.repetitionPenalty !== 1 ? { repetition_penalty: s.repetitionPenalty } : {}),
     };
-    const signals = [AbortSignal.timeout(this.#timeoutMs), ...(r.signal ? [r.signal] : [])];
+    const signal = AbortSignal.any([AbortSignal.timeout(this.#timeoutMs), ...(r.signal ? [r.signal] : [])]);
+    const aborted = {
+      tokens: new Int32Array(0),
+      logprobs: new Float32Array(0),
+      finishReason: 'abort',
+      cachedTokens: 0,
+    };
     this.#inFlight++;
     let res: Response;
     try {
-      res = await fetch(`${this.baseURL}/completions`, {
-        method: 'POST',
-        headers: this.#headers,
-        body: JSON.stringify(body),
-        signal: AbortSignal.any(signals),
-      });
+      for (let attempt = 0; ; attempt++) {
+        res = await fetch(`${this.baseURL}/completions`, {
+          method: 'POST',
+          headers: this.#headers,
+          body: JSON.stringify(body),
+          signal,
+        });
+        // A busy server (swerl serve's queue bound, vLLM's 503 while it starts) is asked again.
+        if ((res.status !== 429 && res.status !== 503) || attempt >= this.#busyRetries) break;
+        await res.body?.cancel();
+        await sleep(retryDelayMs(res.headers.get('retry-after'), attempt), signal);
+      }
     } catch (e) {
-      if (r.signal?.aborted)
-        return { tokens: new Int32Array(0), logprobs: new Float32Array(0), finishReason: 'abort', cachedTokens: 0 };
+      if (r.signal?.aborted) return aborted as Generation;
       throw new SwerlError(`the server at ${this.baseURL} did not answer: ${(e as Error).message}`, 'IO_ERROR');
     } finally {
       this.#inFlight--;

@@ -91,4 +91,31 @@ describe('RemoteEngine', () => {
     const nowhere = new RemoteEngine({ baseURL: 'http://127.0.0.1:9/v1', model: 'm', timeoutMs: 2000 });
     await expect(nowhere.generate({ prompt: [1], maxTokens: 1 })).rejects.toMatchObject({ code: 'IO_ERROR' });
   });
+
+  it('asks a busy server (429) again after its Retry-After, and fails with IO_ERROR when the retries run out', async () => {
+    // One request slot: of three concurrent requests, two are turned away with 429 at first.
+    const busy = await startOpenAiServer({
+      engine: new Engine({ model, kvBlocks: 128, blockSize: 4 }),
+      tokenizer,
+      modelName: 'm',
+      port: 0,
+      maxQueuedRequests: 1,
+      log: () => {},
+    });
+    try {
+      const prompt = tokenizer.encode('line 1: x =');
+      const request = { prompt, maxTokens: 24, sampling: { seed: 1 } };
+      const patient = new RemoteEngine({ baseURL: busy.url, model: 'm' });
+      const results = await Promise.all([1, 2, 3].map(() => patient.generate(request)));
+      for (const g of results) expect(g.tokens.length).toBe(24);
+      const impatient = new RemoteEngine({ baseURL: busy.url, model: 'm', busyRetries: 0 });
+      const settled = await Promise.allSettled([1, 2, 3].map(() => impatient.generate(request)));
+      const refused = settled.filter((x) => x.status === 'rejected');
+      expect(refused.length).toBeGreaterThan(0);
+      for (const x of refused) expect((x as PromiseRejectedResult).reason).toMatchObject({ code: 'IO_ERROR' });
+      expect(() => new RemoteEngine({ baseURL: busy.url, model: 'm', busyRetries: -1 })).toThrow(/busyRetries/);
+    } finally {
+      await busy.close();
+    }
+  });
 });
