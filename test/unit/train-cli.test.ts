@@ -104,13 +104,15 @@ describe('node train.js', () => {
           miniSwe: { trainTasks: 8 },
           // Three warm-start steps (6 demonstrations, 2 a batch), so that progress shows during it.
           warmStart: { demoTasks: 3, demos: 6, epochs: 1, batchSize: 2 },
-          rft: { tasks: 2 },
+          // One sample per task (RFT) and two (DAPO): the smallest run of every stage.
+          rft: { tasks: 2, samplesPerTask: 1 },
           episode: { prompt: 'compact' },
           // A held-out validation after DAPO's first iteration (not after the last: eval-dapo).
           // k = 1 for the stages (Pass@1 printed once), 2 for the validation.
           eval: { k: 1, every: 1, everyK: 2 },
           dapo: {
-            stages: [{ iterations: 2, maxTurns: 8, maxContextTokens: 3072, tasksPerIteration: 3 }],
+            stages: [{ iterations: 2, maxTurns: 6, maxContextTokens: 2048, tasksPerIteration: 3 }],
+            samplesPerTask: 2,
             klCoef: 0.01,
             refillRounds: 1,
           },
@@ -178,11 +180,12 @@ describe('node train.js', () => {
       try {
         // Resumed from each kind of checkpoint: base (after the first stop), RFT's, a DAPO iteration's.
         await runUntil('eval-base', false, 'SIGINT');
-        // Without a terminal, progress is lines (with rate and time left), and they came while
-        // the warm start ran, not only at its end.
+        // Without a terminal, progress is lines (with the rate, and the time left or taken), and
+        // they came while the warm start ran, not only at its end.
         expect(warmLineAt).toBeLessThan(warmDoneAt);
         expect(firstStderr).toMatch(
-          /: (step|episode) \d+\/\d+ \(\d+%\), ([\d.]+ (steps|episodes)\/s|\w+ per (step|episode)), ~\w+ left/,
+          // (a line short of the total says the time left; a fast smoke run may show only the last)
+          /: (step|episode) \d+\/\d+ \(\d+%\), ([\d.]+ (steps|episodes)\/s|\w+ per (step|episode)), (~\w+ left|took \w+)/,
         );
         expect(firstStderr).not.toContain('\r'); // no bar redraws in a log
         await runUntil('eval-rft', true, 'SIGKILL');
