@@ -102,6 +102,7 @@ export {
   resolveConfig,
 } from './pipeline/config.js';
 export { slipPair, withFreshNames } from './pipeline/fresh-names.js';
+export { checkpointName, dapoPhase, parseDapoPhase, validationPhase } from './pipeline/phases.js';
 export { type RunOptions, type RunSummary, runPipeline, type StageSummary } from './pipeline/run.js';
 export {
   bugWords,
