@@ -21,7 +21,7 @@ import { Engine } from '../engine/engine.js';
 import { RemoteEngine } from '../engine/remote.js';
 import { catalogueModules, generateMiniSweTasks } from '../env/mini-swe/generate.js';
 import { NAME_POOL } from '../env/mini-swe/mutate.js';
-import { loadTasks, type SweTask } from '../env/tasks.js';
+import { checkTasks, loadTasks, type SweTask } from '../env/tasks.js';
 import { SwerlError } from '../errors.js';
 import type { HfModelConfig } from '../model/config.js';
 import { Model } from '../model/model.js';
@@ -180,8 +180,13 @@ async function tasksFor(
       issue: c.miniSwe.issue,
       catalogue: c.miniSwe.catalogue,
     });
+  // Generated suites pass the same checks as a tasks file (loadTasks runs them on a file's rows).
   const train = await generate('train', c.miniSwe.trainTasks, c.seed);
-  const test = generate('test', c.miniSwe.testTasks, c.seed + 1);
+  checkTasks(train);
+  const test = generate('test', c.miniSwe.testTasks, c.seed + 1).then((t) => {
+    checkTasks(t);
+    return t;
+  });
   test.catch(() => {}); // its error is thrown where it is awaited
   return { train, heldOut: { count: c.miniSwe.testTasks, tasks: test } };
 }
