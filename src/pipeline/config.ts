@@ -643,6 +643,18 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
     },
     'dapo.',
   );
+  // The turn penalty (turnPenalty) acts on a stage whose episodes can reach the threshold; there
+  // it needs threshold < maxTurns (at equality the paper's formula is 0/0 at the last turn). A
+  // threshold above a stage's maxTurns is accepted: the penalty is off there (the default preset).
+  if (c.dapo.enabled)
+    c.dapo.stages.forEach((st, i) => {
+      if (st.maxTurns === c.dapo.turnPenaltyThreshold)
+        fail(
+          'dapo.turnPenaltyThreshold',
+          `below dapo.stages[${i}].maxTurns (${st.maxTurns}) for a turn penalty, or above it for none`,
+          c.dapo.turnPenaltyThreshold,
+        );
+    });
   // Every episode must fit the KV cache alone (the engine preempts under pressure, but one
   // conversation larger than the cache would fail with PROMPT_TOO_LONG mid-run).
   const longest = Math.max(c.episode.maxContextTokens, ...c.dapo.stages.map((st) => st.maxContextTokens));
