@@ -9,6 +9,13 @@
  * are released first (their full blocks stay in the prefix cache), then the newest running request
  * is preempted by recompute: its blocks are freed and it waits, keeping every token it has.
  *
+ * Weight changes (an optimizer step, setParameter, a load into the model): at the first step after
+ * one, the cache takes a new KV version (blocks of older versions are never prefix hits again) and
+ * no KV computed under the old weights is read again, as vLLM / verl reset the prefix cache on a
+ * weight sync: a running request recomputes its whole sequence (prompt and tokens so far) under
+ * the new weights, and an idle session or fork does so when its next turn is admitted. So every
+ * token sampled after the change, and its logprob, is the new weights' on the full history.
+ *
  * Exactness: the paged forward's logits are the dense forward's bitwise, and each token is drawn
  * with (its seed, its absolute position), so a request's tokens and logprobs never depend on the
  * batch; at temperature 1 without filters the logprob is the raw one that the trainer's
@@ -92,6 +99,8 @@ interface SessionState {
   busy: boolean;
   lastUsed: number;
   closed: boolean;
+  /** The engine's KV version that seq's KV was computed under (meaningful while seq is set). */
+  kvVersion: number;
 }
 
 interface Request {
@@ -155,13 +164,17 @@ export class Engine {
   /** Generates from a prompt (a stateless call: the prefix cache serves resent histories). */
   generate(r: GenerateRequest & { prompt: ArrayLike<number> }): Promise<Generation> {
     const prompt = this.#checkTokens('prompt', r?.prompt, 1);
-    const state: SessionState = { seq: null, tokens: prompt, computed: 0, busy: true, lastUsed: 0, closed: false };
+    const state = this.#newState(prompt, true);
     return this.#submit(state, false, r);
   }
 
   /** A session: one growing sequence whose KV stays in the cache between turns. */
   openSession(): Session {
-    return new Session(this, { seq: null, tokens: [], computed: 0, busy: false, lastUsed: 0, closed: false });
+    return new Session(this, this.#newState([], false));
+  }
+
+  #newState(tokens: number[], busy: boolean): SessionState {
+    return { seq: null, tokens, computed: 0, busy, lastUsed: 0, closed: false, kvVersion: this.#kvVersion };
   }
 
   /** Counters since construction, and the queues now. */
@@ -198,6 +211,7 @@ export class Engine {
       busy: false,
       lastUsed: this.#clock++,
       closed: false,
+      kvVersion: state.kvVersion, // the shared blocks' version
     };
     if (child.seq !== null) this.#idle.add(child);
     this.#enforceWatermark();
@@ -313,6 +327,8 @@ export class Engine {
     if (this.model.weightVersion !== this.#weightVersion) {
       this.#weightVersion = this.model.weightVersion;
       this.cache.setWeightVersion(++this.#kvVersion);
+      // Running requests hold KV of the old weights: they recompute everything under the new.
+      for (const r of [...this.#running]) if (!r.aborted) this.#requeue(r);
     }
     for (const r of [...this.#running]) if (r.aborted) this.#finishRunning(r, 'abort');
     const batch: { req: Request; from: number; to: number }[] = [];
@@ -338,7 +354,12 @@ export class Engine {
         this.#finish(r, 'abort');
         continue;
       }
-      if (r.state.seq === null) r.state.seq = this.cache.createSequence();
+      // An idle session (or fork) resumed after a weight change: its KV is the old weights'.
+      if (r.state.seq !== null && r.state.kvVersion !== this.#kvVersion) this.#release(r.state);
+      if (r.state.seq === null) {
+        r.state.seq = this.cache.createSequence();
+        r.state.kvVersion = this.#kvVersion;
+      }
       const n = Math.min(r.state.tokens.length - r.state.computed, budget);
       const from = this.#reserve(r, n, batch, true);
       if (from < 0) break; // no room: it waits for the running ones
@@ -476,10 +497,15 @@ export class Engine {
   }
 
   #preempt(r: Request): void {
+    this.#requeue(r);
+    this.#stats.preemptions += 1;
+  }
+
+  /** Frees a running request's KV and puts it back in the waiting queue: it recomputes on admission. */
+  #requeue(r: Request): void {
     const i = this.#running.indexOf(r);
     if (i >= 0) this.#running.splice(i, 1);
     this.#release(r.state);
-    this.#stats.preemptions += 1;
     // Back to the waiting queue in arrival order, ahead of later arrivals.
     const at = this.#waiting.findIndex((w) => w.arrival > r.arrival);
     this.#waiting.splice(at < 0 ? this.#waiting.length : at, 0, r);
