@@ -204,15 +204,29 @@ async function runInShell(
 }
 
 /**
- * The paper's turn-count penalty (arXiv 2508.03501): 0 below `threshold` turns,
- * then (threshold − turns) / (maxTurns − threshold), reaching −1 at maxTurns.
+ * The paper's turn-count penalty (arXiv 2508.03501): 0 up to `threshold` turns, then
+ * (threshold − turns) / (maxTurns − threshold), reaching −1 at maxTurns.
+ *
+ * It is defined for every threshold: when `threshold >= maxTurns` no episode can run past the
+ * threshold, so the penalty is 0 (off) — the formula's 0/0 at turns = threshold = maxTurns was a
+ * NaN reward that crashed the trainer. (At turns = threshold the formula gives 0 too, so the early
+ * return changes no value where the formula was defined.) The pipeline's config refuses a DAPO
+ * stage whose maxTurns equals the threshold (resolveConfig), as a penalty that can never act.
+ * Turns beyond maxTurns are refused: the penalty would leave [−1, 0].
  */
 export function turnPenalty(turns: number, maxTurns: number, threshold = 10): number {
-  if (turns < threshold) return 0;
+  if (typeof maxTurns !== 'number' || !Number.isFinite(maxTurns) || maxTurns < 0)
+    throw invalidArgument('maxTurns', 'a number >= 0', maxTurns);
+  if (typeof threshold !== 'number' || !Number.isFinite(threshold) || threshold < 0)
+    throw invalidArgument('threshold', 'a number >= 0', threshold);
+  if (typeof turns !== 'number' || !Number.isFinite(turns) || turns < 0 || turns > maxTurns)
+    throw invalidArgument('turns', `a number in [0, maxTurns ${maxTurns}]`, turns);
+  if (turns <= threshold) return 0;
+  // Here threshold < turns <= maxTurns, so the divisor is positive.
   return (threshold - turns) / (maxTurns - threshold);
 }
 
-/** R_final = R (1 when resolved, else 0) + the turn penalty. */
+/** R_final = R (1 when resolved, else 0) + the turn penalty (turnPenalty). */
 export function episodeReward(resolved: boolean, turns: number, maxTurns: number, threshold = 10): number {
   return (resolved ? 1 : 0) + turnPenalty(turns, maxTurns, threshold);
 }

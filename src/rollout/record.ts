@@ -22,6 +22,13 @@ export interface RolloutTurn {
 /** One episode, in the rollout format. */
 export interface RolloutRecord {
   instance_id: string;
+  /**
+   * The advantage group (policySamples): `<seed>:<position>`, the runRollouts call's base seed and
+   * the task's position in its `tasks`, so that two tasks that share an instance_id are two
+   * groups, and the tasks of calls with different seeds (DAPO's refill rounds) never mix. Records
+   * without it (older files, hand-made ones) are grouped by instance_id alone.
+   */
+  group?: string;
   /** Index of this sample within its task's group. */
   sample: number;
   /** The conversation's tokens as the engine saw them: prompts, responses and observations. */

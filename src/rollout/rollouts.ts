@@ -74,7 +74,10 @@ export interface RolloutOptions {
   format?: ActionFormat;
   /** The scaffold's prompts (default 'paper'). */
   prompt?: EpisodeOptions['prompt'];
-  /** The turn penalty's threshold (default 10; arXiv 2508.03501). */
+  /**
+   * The turn penalty's threshold (default 10; arXiv 2508.03501; turnPenalty): episodes longer
+   * than it lose up to 1 of reward at maxTurns. At or above maxTurns the penalty is off (0).
+   */
   turnPenaltyThreshold?: number;
   /** Called as each episode's record is complete (progress bars). */
   onRecord?: (r: RolloutRecord) => void;
@@ -153,6 +156,10 @@ export async function runRollouts(o: RolloutOptions): Promise<RolloutRecord[]> {
   const maxTokensPerTurn = checkInteger('maxTokensPerTurn', o.maxTokensPerTurn ?? 512, 1, 1 << 20);
   const maxContextTokens = checkInteger('maxContextTokens', o.maxContextTokens ?? 8192, 16, 1 << 24);
   const maxTurns = checkInteger('maxTurns', o.maxTurns ?? 40, 1, 1 << 16);
+  // Checked here, before any episode runs, rather than when the first reward is computed.
+  const turnPenaltyThreshold = o.turnPenaltyThreshold ?? 10;
+  if (typeof turnPenaltyThreshold !== 'number' || !Number.isFinite(turnPenaltyThreshold) || turnPenaltyThreshold < 0)
+    throw invalidArgument('turnPenaltyThreshold', 'a number >= 0', turnPenaltyThreshold);
   if (o.evaluationRetries !== undefined) checkInteger('evaluationRetries', o.evaluationRetries, 0, 100);
   const imEnd = o.tokenizer.tokenToId('<|im_end|>');
   if (imEnd === undefined) throw invalidArgument('tokenizer', 'a ChatML tokenizer (with <|im_end|>)', 'none');
@@ -180,6 +187,8 @@ export async function runRollouts(o: RolloutOptions): Promise<RolloutRecord[]> {
           maxTokensPerTurn,
           maxContextTokens,
           maxTurns,
+          turnPenaltyThreshold,
+          group: `${o.seed ?? 0}:${i}`,
         });
         out[k] = r;
         if (fatal === null) o.onRecord?.(r);
@@ -207,7 +216,16 @@ async function episode(
   sample: number,
   group: PromptGroup,
   fatal: AbortSignal,
-  p: { seed: number; imEnd: number; maxTokensPerTurn: number; maxContextTokens: number; maxTurns: number },
+  p: {
+    seed: number;
+    imEnd: number;
+    maxTokensPerTurn: number;
+    maxContextTokens: number;
+    maxTurns: number;
+    turnPenaltyThreshold: number;
+    /** The record's advantage group (RolloutRecord.group). */
+    group: string;
+  },
 ): Promise<RolloutRecord> {
   const t0 = performance.now();
   const tokens: number[] = [];
@@ -292,6 +310,7 @@ async function episode(
     const wallMs = performance.now() - t0;
     return {
       instance_id: task.instance_id,
+      group: p.group,
       sample,
       tokens: Int32Array.from(tokens),
       assistantMask: Uint8Array.from(gen),
@@ -346,7 +365,7 @@ async function episode(
         patch: traj.patch,
         finishReason: traj.finishReason,
         resolved,
-        reward: error ? 0 : episodeReward(resolved, turnCount, p.maxTurns, o.turnPenaltyThreshold ?? 10),
+        reward: error ? 0 : episodeReward(resolved, turnCount, p.maxTurns, p.turnPenaltyThreshold),
         ...(error ? { error } : {}),
       },
       evaluateMs,

@@ -71,13 +71,26 @@ export function groupAdvantages(rewards: number[], estimator: AdvantageEstimator
   return rewards.map((r) => (r - mean) / (std + eps));
 }
 
-/** Policy-gradient samples from records grouped by task (G samples each). */
+/**
+ * The key of a record's advantage group: its instance_id and, when it has one, its `group` (the
+ * runRollouts call's seed and the task's position), so that two tasks sharing an instance_id are
+ * two groups, while records without it group by instance_id as before.
+ */
+function groupKey(r: RolloutRecord): string {
+  return r.group === undefined ? JSON.stringify([r.instance_id]) : JSON.stringify([r.instance_id, r.group]);
+}
+
+/**
+ * Policy-gradient samples from records grouped by task (G samples each): by groupKey, groups in
+ * the order of their first record, members in record order.
+ */
 export function policySamples(records: RolloutRecord[], o: PolicySampleOptions = {}): PolicyBatch {
   const byTask = new Map<string, RolloutRecord[]>();
   for (const r of records) {
-    const g = byTask.get(r.instance_id) ?? [];
+    const key = groupKey(r);
+    const g = byTask.get(key) ?? [];
     g.push(r);
-    byTask.set(r.instance_id, g);
+    byTask.set(key, g);
   }
   const out: PolicyBatch = {
     samples: [],
