@@ -666,7 +666,27 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
     );
   if (c.dapo.samplesPerTask < 2 && c.dapo.enabled)
     fail('dapo.samplesPerTask', 'at least 2 (a group)', c.dapo.samplesPerTask);
+  checkRlSampling(c);
   return c;
+}
+
+/**
+ * Sampling filters in RL (top-p, top-k, min-p) make the engine's logprobs those of the filtered
+ * distribution, which the trainer cannot reproduce: only truncated importance sampling against
+ * the rollout's logprobs (the loss's `tisCap`, with recomputed old logprobs) would correct for
+ * them, and the pipeline's loss (dapoLossConfig) enables no TIS. So they are refused
+ * (INVALID_CONFIG) rather than warned about. A temperature other than 1 is refused too: the
+ * trainer's fused LM-head loss has no logit scale yet (Trainer.policyStep refuses it as well,
+ * which would fail only after the first iteration's rollouts).
+ */
+function checkRlSampling(c: PipelineConfig): void {
+  const d = c.dapo;
+  const why = '(sampling filters bias the policy gradient without TIS, which the pipeline does not enable)';
+  if (d.topP < 1) fail('dapo.topP', `1 ${why}`, d.topP);
+  if (d.topK > 0) fail('dapo.topK', `0 ${why}`, d.topK);
+  if (d.minP > 0) fail('dapo.minP', `0 ${why}`, d.minP);
+  if (d.temperature !== 1)
+    fail('dapo.temperature', '1 (the trainer cannot yet train at another rollout temperature)', d.temperature);
 }
 
 /** Sampling filters in RL change the distribution the logprobs come from: a loud warning. */

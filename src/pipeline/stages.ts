@@ -442,6 +442,25 @@ export function dapoIterationLr(c: PipelineConfig, i: number): number {
   return c.dapo.lr * cosineDecay(Math.min(i, n) / Math.max(1, n), c.dapo.minLrRatio);
 }
 
+/**
+ * Groups of a batch that count toward DAPO's refill target: those left after the flat groups
+ * are dropped and, with `filterOverlong`, after the groups the filter emptied (no gradable
+ * member ended on submit). policySamples skips an emptied group without counting it as dropped,
+ * so without this an emptied group passed for a kept one and the refill stopped short. The
+ * emptied ones are counted by policySamples' own grouping (its groups over the submitted records
+ * alone), so this follows however it keys groups.
+ */
+export function keptGroups(
+  batch: { groups: number; droppedGroups: number },
+  records: RolloutRecord[],
+  filterOverlong: boolean,
+): number {
+  const emptied = filterOverlong
+    ? batch.groups - policySamples(records.filter((r) => r.finishReason === 'submit')).groups
+    : 0;
+  return batch.groups - batch.droppedGroups - emptied;
+}
+
 /** Extras of {@link dapoIteration}. */
 export interface DapoExtras {
   /** The frozen reference policy for the KL penalty (required when c.dapo.klCoef > 0). */
@@ -505,7 +524,7 @@ export async function dapoIteration(
     );
     allFailedOrThrow(records, `${phase} rollouts`);
     batch = policySamples(records, batchOptions);
-    const missing = tasks.length - (batch.groups - batch.droppedGroups);
+    const missing = tasks.length - keptGroups(batch, records, c.dapo.filterOverlong);
     if (missing <= 0 || refillRounds >= c.dapo.refillRounds || spare.length === 0) break;
     round = spare.splice(0, missing);
     total += round.length * G;
@@ -526,7 +545,11 @@ export async function dapoIteration(
   for (let epoch = 0; epoch < c.dapo.epochs && batch.samples.length > 0; epoch++) {
     const order = shuffled(batch.samples, c.seed + iteration + epoch * 7_919_993);
     for (let b = 0; b < order.length; b += per) {
-      steps.push(await trainer.policyStep(order.slice(b, b + per), dapoLossConfig(c, stage)));
+      steps.push(
+        await trainer.policyStep(order.slice(b, b + per), dapoLossConfig(c, stage), {
+          temperature: c.dapo.temperature,
+        }),
+      );
       hooks.progress?.(`${phase} training`, steps.length, planned, 'step');
     }
   }

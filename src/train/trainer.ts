@@ -1,9 +1,10 @@
 /**
  * The trainer: optimizer steps over multi-turn samples (rollout records or demonstrations).
  * A sample is a whole conversation's tokens with a per-token loss mask (the policy's own tokens;
- * observations and masked turns get 0); token i is trained as the target of row i − 1. Samples
- * are grouped into micro-batches by a token budget; every sample runs forward, the fused LM-head
- * loss and backward natively, its gradients added with a weight that makes the step's loss the
+ * observations and masked turns get 0); token i is trained as the target of row i − 1. Each
+ * sample is its own micro-batch (no packing: the native backward takes one sequence); every sample
+ * runs forward, the fused LM-head loss and backward natively, its gradients added with a weight
+ * that makes the step's loss the
  * aggregation over the whole batch (DAPO's token-mean: each sample weighs its share of the
  * batch's trained tokens), then AdamW steps once. Optimizer steps update the weights in place,
  * which bumps Model.weightVersion, and an Engine over the same model re-versions its KV.
@@ -32,13 +33,27 @@ export interface PolicySample extends TrainSample {
    * penalty of `klCoef`; without them the penalty is off for this sample.
    */
   refLogprobs?: Float32Array;
+  /**
+   * The temperature the rollout sampled at (default: the step's {@link PolicyStepOptions}
+   * temperature, else 1). The engine records logprobs of softmax(logits / T), so the trainer's
+   * must be too (verl divides the actor's logits by the rollout temperature).
+   */
+  temperature?: number;
+}
+
+/** Options of {@link Trainer.policyStep}. */
+export interface PolicyStepOptions {
+  /**
+   * The rollout temperature (default 1) for samples without their own. Only 1 trains today: the
+   * native fused LM-head loss takes no logit scale, so another value throws INVALID_ARGUMENT
+   * rather than training on temperature-1 logprobs against temperature-T ones (biased ratios).
+   */
+  temperature?: number;
 }
 
 /** Trainer options. */
 export interface TrainerOptions {
   optimizer: AdamW;
-  /** Tokens per micro-batch (default 16384): samples are grouped up to this budget. */
-  microBatchTokens?: number;
   /** Activation recomputation in backward (less memory, ~1.3x time). */
   recompute?: boolean;
   /**
@@ -61,6 +76,7 @@ export interface StepMetrics {
   samples: number;
   /** Trained tokens (Σ mask). */
   tokens: number;
+  /** Backward calls: samples with a trained token (each sample is its own micro-batch). */
   microBatches: number;
   /** Policy steps: masked mean entropy, clip fractions, mean |ratio − 1|, mean k3 KL to the reference. */
   entropy?: number;
@@ -83,6 +99,18 @@ function rows(s: TrainSample, name: string): { tokens: Int32Array; targets: Int3
   const mask = new Float32Array(T - 1);
   for (let t = 1; t < T; t++) mask[t - 1] = s.lossMask[t] ? 1 : 0;
   return { tokens: s.tokens.subarray(0, T - 1), targets: s.tokens.subarray(1), mask };
+}
+
+/**
+ * A rollout temperature the trainer can match: 1. The trainer's logprobs must be those of
+ * softmax(logits / T) as the engine's are, and the native fused LM-head loss has no logit scale
+ * yet, so any other finite T > 0 is refused (INVALID_ARGUMENT) instead of biasing the ratios.
+ */
+function checkTemperature(name: string, t: unknown): number {
+  if (typeof t !== 'number' || !Number.isFinite(t) || t <= 0) throw invalidArgument(name, 'a finite number > 0', t);
+  if (t !== 1)
+    throw invalidArgument(name, '1 (the native fused LM-head loss takes no logit scale for another temperature)', t);
+  return t;
 }
 
 /** Groups sample indices into micro-batches of at most `budget` tokens (a longer sample alone). */
@@ -110,20 +138,25 @@ export class Trainer {
 
   constructor(model: Model, o: TrainerOptions) {
     if (!o?.optimizer) throw invalidArgument('optimizer', 'an AdamW', o?.optimizer);
+    // Removed: it was documented as packing but only grouped a metric. Refused rather than
+    // ignored, so that a caller relying on it learns that nothing is packed.
+    if ((o as { microBatchTokens?: unknown }).microBatchTokens !== undefined)
+      throw invalidArgument(
+        'microBatchTokens',
+        'absent (removed: each sample is its own micro-batch)',
+        (o as { microBatchTokens?: unknown }).microBatchTokens,
+      );
     this.model = model;
     this.#o = {
       optimizer: o.optimizer,
-      microBatchTokens: o.microBatchTokens ?? 16384,
       recompute: o.recompute ?? false,
       sampleLanes: checkInteger('sampleLanes', o.sampleLanes ?? (model.numParameters < 32e6 ? 2 : 1), 1, GRAD_SLOTS),
     };
-    if (!Number.isInteger(this.#o.microBatchTokens) || this.#o.microBatchTokens < 1)
-      throw invalidArgument('microBatchTokens', 'an integer >= 1', this.#o.microBatchTokens);
   }
 
   /**
    * The step both kinds share: zero the gradients, run `backward` on every sample with trained
-   * tokens (micro-batch by micro-batch, `sampleLanes` at once, each lane on its gradient slot),
+   * tokens (in order, `sampleLanes` at once, each lane on its gradient slot),
    * given its trained tokens n, the batch's N and the count S of samples with any, then one
    * optimizer step. Results come back by sample index (null for a sample with nothing trained),
    * so that callers sum them in a fixed order.
@@ -136,13 +169,9 @@ export class Trainer {
     const N = counts.reduce((a, b) => a + b, 0);
     const S = counts.filter((n) => n > 0).length;
     if (N === 0) throw invalidArgument('samples', 'at least one trained token', 0);
-    const mbs = microBatches(
-      prepared.map((p) => p.tokens.length),
-      this.#o.microBatchTokens,
-    );
     this.model.zeroGrad();
     const results: (R | null)[] = new Array(prepared.length).fill(null);
-    const todo = mbs.flat().filter((i) => (counts[i] as number) > 0);
+    const todo = prepared.map((_, i) => i).filter((i) => (counts[i] as number) > 0);
     const lanes = Math.min(this.#o.sampleLanes, todo.length);
     const settled = await Promise.allSettled(
       Array.from({ length: lanes }, async (_, l) => {
@@ -162,7 +191,7 @@ export class Trainer {
     if (failed) throw failed.reason;
     const st = await this.#o.optimizer.step();
     const logprobs = results.map((r, i) => r?.logprobs ?? new Float32Array((prepared[i] as P).tokens.length));
-    return { N, microBatches: mbs.length, results, counts, logprobs, st };
+    return { N, microBatches: todo.length, results, counts, logprobs, st };
   }
 
   /**
@@ -197,12 +226,20 @@ export class Trainer {
    * One policy-gradient step (PPO-clip / DAPO per `cfg`): each sample's advantage and behaviour
    * logprobs, aggregated over the batch by `cfg.agg` (token-mean by default). Like
    * {@link Trainer.sftStep}, a batch with no trained token throws INVALID_ARGUMENT, untouched.
+   * The rollout temperature (`o.temperature` or each sample's) must be 1: see
+   * {@link PolicyStepOptions.temperature}.
    */
-  async policyStep(samples: PolicySample[], cfg: PolicyLossConfig = {}): Promise<StepMetrics> {
+  async policyStep(
+    samples: PolicySample[],
+    cfg: PolicyLossConfig = {},
+    o: PolicyStepOptions = {},
+  ): Promise<StepMetrics> {
     const t0 = performance.now();
     const agg = cfg.agg ?? 'token-mean';
+    const stepT = checkTemperature('temperature', o?.temperature ?? 1);
     const prepared = samples.map((s, i) => {
       const r = rows(s, `samples[${i}]`);
+      checkTemperature(`samples[${i}].temperature`, s.temperature ?? stepT);
       const T = s.tokens.length;
       if (!(s.oldLogprobs instanceof Float32Array) || s.oldLogprobs.length !== T)
         throw invalidArgument(`samples[${i}].oldLogprobs`, `a Float32Array of ${T}`, s.oldLogprobs?.length);
