@@ -9,7 +9,7 @@
  */
 import { type ActionFormat, type AgentMessage, type ParsedAction, parseAction } from '../agent/scaffold.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
-import { deltaText, promptText } from './chatml.js';
+import { deltaTokens, promptText, promptTokens } from './chatml.js';
 
 /** One job of text work. */
 export type TextJob =
@@ -30,13 +30,16 @@ export function runTextJob<K extends TextJob['op']>(tokenizer: Tokenizer, job: T
 export function runTextJob(tokenizer: Tokenizer, job: TextJob): TextResults[TextJob['op']] {
   switch (job.op) {
     case 'prompt': {
-      const text = promptText(job.messages);
-      return { text, tokens: tokenizer.encode(text) };
+      // The contents' special token strings stay text: only the template's markers are special.
+      return { text: promptText(job.messages), tokens: promptTokens(job.messages, tokenizer) };
     }
     case 'observe':
       return {
-        tokens: tokenizer.encode(deltaText(job.messages, job.responseOpen)),
-        contextTokens: job.messages.reduce((a, m) => a + tokenizer.encode(m.content).length + 5, 0),
+        tokens: deltaTokens(job.messages, job.responseOpen, tokenizer),
+        contextTokens: job.messages.reduce(
+          (a, m) => a + tokenizer.encode(m.content, { specials: false }).length + 5,
+          0,
+        ),
       };
     case 'respond': {
       const content = tokenizer.decode(job.tokens);

@@ -34,7 +34,16 @@ export class Tokenizer {
   readonly #json: Json;
   readonly #config: Json;
   readonly #template: Template | null;
-  readonly #fast: { bpe: BpeEncoder; specials: Map<string, number>; split: RegExp | null } | null;
+  readonly #fast: {
+    bpe: BpeEncoder;
+    specials: Map<string, number>;
+    /** Splits at every added token. */
+    split: RegExp | null;
+    /** Splits at the added tokens that are not special (those `specials: false` still matches). */
+    splitPlain: RegExp | null;
+  } | null;
+  /** @huggingface/tokenizers without the special added tokens, for `specials: false` (made when first used). */
+  #hfPlain: HfTokenizer | null = null;
 
   private constructor(json: Json, config: Json, fast: BpeModel | null) {
     this.#json = json;
@@ -49,14 +58,13 @@ export class Tokenizer {
     this.#fast = null;
     if (fast) {
       const specials = new Map<string, number>();
-      for (const a of (json.added_tokens as { id: number; content: string }[]) ?? []) specials.set(a.content, a.id);
-      const escaped = [...specials.keys()]
-        .sort((a, b) => b.length - a.length)
-        .map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+      const added = (json.added_tokens as AddedToken[]) ?? [];
+      for (const a of added) specials.set(a.content, a.id);
       this.#fast = {
         bpe: new BpeEncoder(fast),
         specials,
-        split: escaped.length ? new RegExp(`(${escaped.join('|')})`) : null,
+        split: alternation(added.map((a) => a.content)),
+        splitPlain: alternation(added.filter((a) => a.special !== true).map((a) => a.content)),
       };
     }
   }
@@ -178,20 +186,43 @@ export class Tokenizer {
     return s === undefined ? undefined : this.tokenToId(s);
   }
 
-  /** Token ids of `text`; special tokens written in the text map to their ids. */
-  encode(text: string): Int32Array {
+  /**
+   * Token ids of `text`. By default special tokens written in the text map to their ids (as a
+   * chat template's rendering needs). With `specials: false` a special token's string is plain
+   * text (Hugging Face's `split_special_tokens`): for content that is not the template's own,
+   * an issue, an observation or a response, whose literal `<|im_end|>` must not end a turn.
+   * Added tokens that are not special still map to their ids either way.
+   */
+  encode(text: string, o: { specials?: boolean } = {}): Int32Array {
     if (typeof text !== 'string') throw invalidArgument('text', 'a string', text);
+    const specials = o.specials ?? true;
+    if (typeof specials !== 'boolean') throw invalidArgument('specials', 'a boolean', specials);
     const f = this.#fast;
-    if (!f) return Int32Array.from(this.#hf.encode(text, { add_special_tokens: false }).ids);
+    if (!f) {
+      const hf = specials ? this.#hf : this.#plainHf();
+      return Int32Array.from(hf.encode(text, { add_special_tokens: false }).ids);
+    }
     const out: number[] = [];
-    const parts = f.split ? text.split(f.split) : [text];
-    for (const p of parts) {
+    const split = specials ? f.split : f.splitPlain;
+    const parts = split ? text.split(split) : [text];
+    // split's capture group puts the matched added tokens at the odd indices.
+    for (let i = 0; i < parts.length; i++) {
+      const p = parts[i] as string;
       if (p === '') continue;
-      const special = f.specials.get(p);
-      if (special !== undefined) out.push(special);
-      else for (const id of f.bpe.encode(p)) out.push(id);
+      const id = i % 2 === 1 ? f.specials.get(p) : undefined;
+      if (id !== undefined) out.push(id);
+      else for (const t of f.bpe.encode(p)) out.push(t);
     }
     return Int32Array.from(out);
+  }
+
+  /** @huggingface/tokenizers over tokenizer.json less its special added tokens. */
+  #plainHf(): HfTokenizer {
+    if (this.#hfPlain === null) {
+      const added = ((this.#json.added_tokens as AddedToken[]) ?? []).filter((a) => a.special !== true);
+      this.#hfPlain = new HfTokenizer({ ...this.#json, added_tokens: added }, this.#config);
+    }
+    return this.#hfPlain;
   }
 
   /** The text of token ids. */
@@ -233,6 +264,20 @@ export class Tokenizer {
       throw new SwerlError(`cannot write the tokenizer into ${dir}: ${(e as Error).message}`, 'IO_ERROR');
     }
   }
+}
+
+/** An entry of tokenizer.json's added_tokens. */
+interface AddedToken {
+  id: number;
+  content: string;
+  special?: boolean;
+}
+
+/** A regex whose one capture group matches any of `tokens` (longest first), or null for none. */
+function alternation(tokens: string[]): RegExp | null {
+  if (tokens.length === 0) return null;
+  const escaped = [...tokens].sort((a, b) => b.length - a.length).map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
+  return new RegExp(`(${escaped.join('|')})`);
 }
 
 /** The BPE model of a tokenizer.json laid out exactly as Tokenizer.train writes it, else null. */
