@@ -124,7 +124,7 @@ export {
   shuffled,
   tokenizerCorpus,
 } from './pipeline/stages.js';
-export { conversationTokens, deltaText, promptText } from './rollout/chatml.js';
+export { conversationTokens, deltaText, deltaTokens, promptText, promptTokens } from './rollout/chatml.js';
 export {
   type RolloutRecord,
   type RolloutTurn,
