@@ -178,13 +178,14 @@ describe.skipIf(!canSandbox)('LocalSandbox.openShell', () => {
         ? 0
         : spawnSync('pgrep', ['-c', '-U', String(own.uid), '-x', 'sleep'], { encoding: 'utf8' }).stdout.trim();
     await sh.run('sleep 1000 & sleep 1001 & disown; echo started');
-    if (own.uid !== null) expect(count()).toBe('2');
+    // A background job is a forked bash until it execs sleep: poll, do not read once.
+    if (own.uid !== null) await expect.poll(count, { timeout: 3000 }).toBe('2');
     await sh.close();
     await expect(sh.run('echo')).rejects.toMatchObject({ code: 'DISPOSED' });
     if (own.uid !== null) await expect.poll(count, { timeout: 3000 }).toBe('0');
     const other = await own.openShell();
     await other.run('sleep 1002 &');
-    if (own.uid !== null) expect(count()).toBe('1');
+    if (own.uid !== null) await expect.poll(count, { timeout: 3000 }).toBe('1');
     await own.close();
     await expect(other.run('echo')).rejects.toMatchObject({ code: 'DISPOSED' });
     if (own.uid !== null) await expect.poll(count, { timeout: 3000 }).toBe('0');
