@@ -6,43 +6,12 @@
  */
 import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { Engine, type Generation, Model, type SamplingParams, sftLoss } from '../../src/index.js';
-import { normal, rng } from '../helpers/random.js';
-
-const CFG = {
-  architectures: ['Qwen2ForCausalLM'],
-  vocab_size: 61,
-  hidden_size: 32,
-  intermediate_size: 48,
-  num_hidden_layers: 2,
-  num_attention_heads: 4,
-  num_key_value_heads: 2,
-};
-
-/** A model with O(1) random weights, so sampling is neither flat nor one-hot. */
-function model(seed: number): Model {
-  const m = Model.random(CFG, seed);
-  const r = rng(seed + 7);
-  for (const { name, shape } of m.parameters()) {
-    const n = shape.reduce((a, d) => a * d, 1);
-    const fanIn = shape[1] ?? 1;
-    m.setParameter(
-      name,
-      Float32Array.from({ length: n }, () => {
-        const z = normal(r);
-        if (name.endsWith('norm.weight')) return 1 + 0.2 * z;
-        if (name.endsWith('.bias')) return 0.2 * z;
-        return name === 'model.embed_tokens.weight' ? z : (1.3 * z) / Math.sqrt(fanIn);
-      }),
-    );
-  }
-  return m;
-}
-
-function prompt(n: number, seed: number): number[] {
-  const r = rng(seed);
-  return Array.from({ length: n }, () => Math.floor(r() * CFG.vocab_size));
-}
+import { Engine, type Generation, type Model, type SamplingParams, sftLoss } from '../../src/index.js';
+import {
+  ENGINE_TEST_CONFIG as CFG,
+  engineTestModel as model,
+  randomPrompt as prompt,
+} from '../helpers/engine-model.js';
 
 async function greedyReference(m: Model, p: number[], n: number): Promise<number[]> {
   const seq = [...p];

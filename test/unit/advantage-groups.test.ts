@@ -6,18 +6,15 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
-  Engine,
   generateMiniSweTasks,
   groupAdvantages,
   isolationAvailable,
-  Model,
   policySamples,
   type RolloutRecord,
   runRollouts,
   type SweTask,
-  SYSTEM_PROMPT,
-  Tokenizer,
 } from '../../src/index.js';
+import { tinyPolicy as setup } from '../helpers/tiny-policy.js';
 
 const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
 
@@ -93,26 +90,6 @@ describe('policySamples groups by task, not by instance_id', () => {
     }
   });
 });
-
-function setup() {
-  const corpus = [SYSTEM_PROMPT, 'DISCUSSION\nLet me run the tests.\n\n```command\nnode --test\n```', 'ls -la src'];
-  const tokenizer = Tokenizer.train(corpus.concat(corpus.map((c) => c.toUpperCase())), { vocabSize: 400 });
-  const model = Model.random(
-    {
-      architectures: ['Qwen2ForCausalLM'],
-      vocab_size: tokenizer.vocabSize,
-      hidden_size: 32,
-      intermediate_size: 64,
-      num_hidden_layers: 1,
-      num_attention_heads: 2,
-      num_key_value_heads: 1,
-      head_dim: 16,
-      tie_word_embeddings: true,
-    },
-    5,
-  );
-  return { tokenizer, engine: new Engine({ model, kvBlocks: 2048, blockSize: 16 }) };
-}
 
 describe.skipIf(!canSandbox)('runRollouts records each task its group', () => {
   it('a task listed twice is two groups; distinct tasks are grouped as by instance_id', async () => {

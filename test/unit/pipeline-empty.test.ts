@@ -9,41 +9,24 @@ import { describe, expect, it } from 'vitest';
 import {
   AdamW,
   dapoIteration,
-  Engine,
   generateMiniSweTasks,
   isolationAvailable,
-  Model,
+  type Model,
   resolveConfig,
   rft,
   SYSTEM_PROMPT,
   sftEpochs,
-  Tokenizer,
   Trainer,
 } from '../../src/index.js';
 import type { Policy } from '../../src/pipeline/stages.js';
+import { tinyPolicy } from '../helpers/tiny-policy.js';
 
 const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
 
 /** A small random policy: it writes noise, so it resolves nothing. */
 function policy(): Policy {
-  const tokenizer = Tokenizer.train([SYSTEM_PROMPT, 'DISCUSSION\nLet me look.\n\n```command\nls\n```'], {
-    vocabSize: 320,
-  });
-  const model = Model.random(
-    {
-      architectures: ['Qwen2ForCausalLM'],
-      vocab_size: tokenizer.vocabSize,
-      hidden_size: 32,
-      intermediate_size: 64,
-      num_hidden_layers: 1,
-      num_attention_heads: 2,
-      num_key_value_heads: 1,
-      head_dim: 16,
-      tie_word_embeddings: true,
-    },
-    5,
-  );
-  return { model, tokenizer, engine: new Engine({ model, kvBlocks: 1024, blockSize: 16 }) };
+  const corpus = [SYSTEM_PROMPT, 'DISCUSSION\nLet me look.\n\n```command\nls\n```'];
+  return tinyPolicy({ corpus, vocabSize: 320, kvBlocks: 1024 });
 }
 
 const config = resolveConfig(

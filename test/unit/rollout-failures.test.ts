@@ -8,42 +8,20 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
-  Engine,
+  type Engine,
   episodeStats,
   generateMiniSweTasks,
   isolationAvailable,
-  Model,
   policySamples,
   type RolloutRecord,
   rftSamples,
   runRollouts,
   type SweTask,
-  SYSTEM_PROMPT,
-  Tokenizer,
 } from '../../src/index.js';
 import { allFailedOrThrow } from '../../src/pipeline/stages.js';
+import { tinyPolicy as setup } from '../helpers/tiny-policy.js';
 
 const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
-
-function setup() {
-  const corpus = [SYSTEM_PROMPT, 'DISCUSSION\nLet me run the tests.\n\n```command\nnode --test\n```', 'ls -la src'];
-  const tokenizer = Tokenizer.train(corpus.concat(corpus.map((c) => c.toUpperCase())), { vocabSize: 400 });
-  const model = Model.random(
-    {
-      architectures: ['Qwen2ForCausalLM'],
-      vocab_size: tokenizer.vocabSize,
-      hidden_size: 32,
-      intermediate_size: 64,
-      num_hidden_layers: 1,
-      num_attention_heads: 2,
-      num_key_value_heads: 1,
-      head_dim: 16,
-      tie_word_embeddings: true,
-    },
-    5,
-  );
-  return { tokenizer, engine: new Engine({ model, kvBlocks: 2048, blockSize: 16 }) };
-}
 
 const options = { maxTurns: 2, maxTokensPerTurn: 8, maxContextTokens: 6000, seed: 3, concurrency: 3 };
 

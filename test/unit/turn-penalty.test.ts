@@ -7,18 +7,15 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
-  Engine,
   episodeReward,
   generateMiniSweTasks,
   isolationAvailable,
-  Model,
   resolveConfig,
   runRollouts,
   SwerlError,
-  SYSTEM_PROMPT,
-  Tokenizer,
   turnPenalty,
 } from '../../src/index.js';
+import { tinyPolicy as setup } from '../helpers/tiny-policy.js';
 
 const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
 
@@ -92,26 +89,6 @@ describe('resolveConfig and the turn penalty', () => {
     expect(code(() => resolveConfig({ dapo: { enabled: false, turnPenaltyThreshold: 7 } }))).toBe('ok');
   });
 });
-
-function setup() {
-  const corpus = [SYSTEM_PROMPT, 'DISCUSSION\nLet me run the tests.\n\n```command\nnode --test\n```', 'ls -la src'];
-  const tokenizer = Tokenizer.train(corpus.concat(corpus.map((c) => c.toUpperCase())), { vocabSize: 400 });
-  const model = Model.random(
-    {
-      architectures: ['Qwen2ForCausalLM'],
-      vocab_size: tokenizer.vocabSize,
-      hidden_size: 32,
-      intermediate_size: 64,
-      num_hidden_layers: 1,
-      num_attention_heads: 2,
-      num_key_value_heads: 1,
-      head_dim: 16,
-      tie_word_embeddings: true,
-    },
-    5,
-  );
-  return { tokenizer, engine: new Engine({ model, kvBlocks: 2048, blockSize: 16 }) };
-}
 
 describe('runRollouts and the turn penalty', () => {
   it('refuses a bad threshold before any episode runs', async () => {
