@@ -23,7 +23,7 @@ import { mulberry32 } from '../random.js';
 import { conversationTokens } from '../rollout/chatml.js';
 import type { RolloutRecord } from '../rollout/record.js';
 import { runRollouts } from '../rollout/rollouts.js';
-import { policySamples, rftSamples } from '../rollout/samples.js';
+import { type PolicyBatch, policySamples, rftSamples } from '../rollout/samples.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { AdamW, cosineDecay, warmupCosineLr } from '../train/adamw.js';
 import type { PolicyLossConfig } from '../train/losses.js';
@@ -444,21 +444,11 @@ export function dapoIterationLr(c: PipelineConfig, i: number): number {
 
 /**
  * Groups of a batch that count toward DAPO's refill target: those left after the flat groups
- * are dropped and, with `filterOverlong`, after the groups the filter emptied (no gradable
- * member ended on submit). policySamples skips an emptied group without counting it as dropped,
- * so without this an emptied group passed for a kept one and the refill stopped short. The
- * emptied ones are counted by policySamples' own grouping (its groups over the submitted records
- * alone), so this follows however it keys groups.
+ * and, with `filterOverlong`, the groups the filter emptied (policySamples' `emptiedGroups`) are
+ * taken out. An emptied group is no kept one: without it, the refill stopped short.
  */
-export function keptGroups(
-  batch: { groups: number; droppedGroups: number },
-  records: RolloutRecord[],
-  filterOverlong: boolean,
-): number {
-  const emptied = filterOverlong
-    ? batch.groups - policySamples(records.filter((r) => r.finishReason === 'submit')).groups
-    : 0;
-  return batch.groups - batch.droppedGroups - emptied;
+export function keptGroups(batch: Pick<PolicyBatch, 'groups' | 'droppedGroups' | 'emptiedGroups'>): number {
+  return batch.groups - batch.droppedGroups - batch.emptiedGroups;
 }
 
 /** Extras of {@link dapoIteration}. */
@@ -524,7 +514,7 @@ export async function dapoIteration(
     );
     allFailedOrThrow(records, `${phase} rollouts`);
     batch = policySamples(records, batchOptions);
-    const missing = tasks.length - keptGroups(batch, records, c.dapo.filterOverlong);
+    const missing = tasks.length - keptGroups(batch);
     if (missing <= 0 || refillRounds >= c.dapo.refillRounds || spare.length === 0) break;
     round = spare.splice(0, missing);
     total += round.length * G;

@@ -46,6 +46,8 @@ export interface PolicyBatch {
   groups: number;
   droppedGroups: number;
   droppedOverlong: number;
+  /** Groups filterOverlong emptied (no member ended on submit): neither trained nor flat. */
+  emptiedGroups: number;
   /**
    * Samples left out because no token of theirs is trained (every turn a format error, with
    * maskFormatErrors): they carry no gradient, and a mini-batch of only such samples has no loss.
@@ -98,6 +100,7 @@ export function policySamples(records: RolloutRecord[], o: PolicySampleOptions =
     groups: byTask.size,
     droppedGroups: 0,
     droppedOverlong: 0,
+    emptiedGroups: 0,
     droppedUntrained: 0,
     droppedErrors: 0,
   };
@@ -113,7 +116,10 @@ export function policySamples(records: RolloutRecord[], o: PolicySampleOptions =
       members = group.filter((r) => r.finishReason === 'submit');
       out.droppedOverlong += group.length - members.length;
     }
-    if (members.length === 0) continue;
+    if (members.length === 0) {
+      out.emptiedGroups++;
+      continue;
+    }
     const rewards = members.map((r) => r.reward);
     if ((o.dropZeroAdvantage ?? true) && rewards.every((r) => r === rewards[0])) {
       out.droppedGroups++;

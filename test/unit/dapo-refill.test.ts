@@ -45,13 +45,13 @@ describe('keptGroups (the refill target)', () => {
     const batch = policySamples(records, { filterOverlong: true });
     // Only b trains: a is emptied by the filter, c is flat.
     expect(new Set(batch.records.map((r) => r.instance_id))).toEqual(new Set(['b']));
-    expect(keptGroups(batch, records, true)).toBe(1);
+    expect(keptGroups(batch)).toBe(1);
   });
 
   it('is groups − flat groups without the filter (the default path, unchanged)', () => {
     const batch = policySamples(records, {});
-    expect(keptGroups(batch, records, false)).toBe(batch.groups - batch.droppedGroups);
-    expect(keptGroups(batch, records, false)).toBe(2);
+    expect(keptGroups(batch)).toBe(batch.groups - batch.droppedGroups);
+    expect(keptGroups(batch)).toBe(2);
   });
 
   it('ignores errored records when deciding whether a group was emptied', () => {
@@ -63,7 +63,7 @@ describe('keptGroups (the refill target)', () => {
     ];
     const batch = policySamples(withError, { filterOverlong: true });
     // d keeps one submitted member: a flat group of one, dropped as flat, not as emptied.
-    expect(keptGroups(batch, withError, true)).toBe(batch.groups - batch.droppedGroups - 1);
+    expect(keptGroups(batch)).toBe(batch.groups - batch.droppedGroups - 1);
   });
 
   it("follows policySamples' grouping: two groups of one instance_id, one emptied", () => {
@@ -76,6 +76,6 @@ describe('keptGroups (the refill target)', () => {
     ];
     const batch = policySamples(twin, { filterOverlong: true });
     // Two groups when policySamples keys by `group` (one emptied, one kept), else one (kept).
-    expect(keptGroups(batch, twin, true)).toBe(1);
+    expect(keptGroups(batch)).toBe(1);
   });
 });
