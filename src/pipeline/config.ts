@@ -7,13 +7,47 @@ import { BUG_KINDS } from '../env/mini-swe/generate.js';
 import { SwerlError } from '../errors.js';
 import type { LossAggregation } from '../train/losses.js';
 
-/** One DAPO stage of the two-stage schedule. */
+/**
+ * AdamW's settings for one training phase. The paper's (arXiv 2508.03501, App. C), for RFT and
+ * both RL stages: weight decay 0.1, betas 0.9 / 0.999, eps 1e-8, gradient clipping 1.0.
+ */
+export interface OptimizerConfig {
+  weightDecay: number;
+  beta1: number;
+  beta2: number;
+  eps: number;
+  /** Clip the global gradient norm to this before each update; 0 = off. */
+  maxGradNorm: number;
+}
+
+/**
+ * One DAPO stage of the two-stage schedule. In a config file only `iterations`, `maxTurns`,
+ * `maxContextTokens` and `tasksPerIteration` are required; the others default to the `dapo`
+ * section's value of the same name, so a resolved config's stages are complete.
+ */
 export interface DapoStageConfig {
   iterations: number;
   maxTurns: number;
   maxContextTokens: number;
   /** Tasks sampled per iteration (G samples each). */
   tasksPerIteration: number;
+  /** G, the samples per task (default dapo.samplesPerTask; the paper's is 10 in both stages). */
+  samplesPerTask: number;
+  /** The clip range (1 - clipLow, 1 + clipHigh) (default dapo's; the paper's: 0.2/0.3, then 0.2/0.26). */
+  clipLow: number;
+  clipHigh: number;
+  /**
+   * Trajectories per optimizer step (default dapo.batchSize; the paper's: 128, then 256): an
+   * iteration takes ceil(trained samples / batchSize) steps, so the steps vary with the samples
+   * that have an advantage, as in the paper. 0 = a fixed `dapo.stepsPerIteration` steps.
+   */
+  batchSize: number;
+  /**
+   * The turn penalty's threshold L_thr (default dapo.turnPenaltyThreshold; the paper's: 10): with
+   * `dapo.turnPenalty`, an episode of |τ| >= L_thr turns gets (L_thr - |τ|) / (maxTurns - L_thr).
+   * It must be below the stage's maxTurns.
+   */
+  turnPenaltyThreshold: number;
 }
 
 /** Everything a run needs. */
@@ -35,6 +69,12 @@ export interface PipelineConfig {
     issue: 'reproduction' | 'error';
     /** Which modules (generateMiniSweTasks' `catalogue`): the core four, or fifteen. */
     catalogue: 'core' | 'wide';
+    /**
+     * Draw each split's tasks from distinct bug sites while the split has sites left
+     * (generateMiniSweTasks' `distinctSites`), so that N held-out tasks measure N sites, not a
+     * few sites many times.
+     */
+    distinctSites: boolean;
   };
   /** The embedded model's shape (a Qwen2 model trained from scratch; vocab from the tokenizer). */
   embeddedModel: { hiddenSize: number; layers: number; heads: number; kvHeads: number; intermediateSize: number };
@@ -110,6 +150,7 @@ export interface PipelineConfig {
     epochs: number;
     lr: number;
     batchSize: number;
+    optimizer: OptimizerConfig;
   };
   /**
    * The embedded model's tokenizer, trained on the demonstrations: its vocabulary size and its
@@ -119,11 +160,15 @@ export interface PipelineConfig {
    */
   tokenizer: { vocabSize: number; split: 'qwen2' | 'identifiers' | 'stems' };
   /**
-   * Held-out evaluation: `k` samples per task after each stage. With `every` > 0, DAPO also
-   * validates on the held-out tasks after every `every` iterations (verl's `test_freq`), with
-   * `everyK` samples per task (0: `k`), so that a run shows where held-out Pass@1 goes during RL.
+   * Evaluation. The test split is read once per stage, for the results table: `k` samples per
+   * task after each stage. With `every` > 0, DAPO validates after every `every` iterations
+   * (verl's `test_freq`) with `everyK` samples per task (0: `k`) on the validation split, never on
+   * the test split: `validationTasks` tasks, from bug sites of their own for the generated suite
+   * (split 'validation'), or the rows before the held-out ones of a tasks file. `limits`: the
+   * turn and context limits evaluations run with, 'last-stage' (the last DAPO stage's, as the
+   * paper evaluates at its final stage's limits; the episode's without DAPO) or 'episode'.
    */
-  eval: { k: number; every: number; everyK: number };
+  eval: { k: number; every: number; everyK: number; validationTasks: number; limits: 'last-stage' | 'episode' };
   rft: {
     enabled: boolean;
     /**
@@ -138,12 +183,21 @@ export interface PipelineConfig {
     lr: number;
     warmupRatio: number;
     batchSize: number;
+    /**
+     * RFT samples with the one-shot demonstration (the paper's App. F.2: a worked bug fix in the
+     * scaffold's format, appended to the system prompt) when it samples from the base policy.
+     * The demonstration is not part of the trained samples' prompt.
+     */
+    oneShot: boolean;
+    optimizer: OptimizerConfig;
   };
   dapo: {
     enabled: boolean;
     stages: DapoStageConfig[];
     samplesPerTask: number;
     stepsPerIteration: number;
+    /** Trajectories per optimizer step, the stages' default (DapoStageConfig.batchSize); 0 = stepsPerIteration. */
+    batchSize: number;
     /**
      * Passes over each iteration's samples (verl's `ppo_epochs`, TRL's `num_iterations`); each
      * pass takes `stepsPerIteration` steps over a fresh shuffle. 1 = the paper's (each sample once).
@@ -186,7 +240,17 @@ export interface PipelineConfig {
     topP: number;
     topK: number;
     minP: number;
+    /** The paper's turn penalty (turnPenalty) on DAPO's rewards, with each stage's threshold. */
+    turnPenalty: boolean;
+    /** The stages' default turn-penalty threshold (DapoStageConfig.turnPenaltyThreshold). */
     turnPenaltyThreshold: number;
+    /**
+     * Between stages, tasks whose success rate over the stage's iterations is at least this are
+     * dropped as easy, and tasks never solved as unsolvable (the paper's curriculum: 2/3). 1 drops
+     * only the tasks solved every time.
+     */
+    easyTaskThreshold: number;
+    optimizer: OptimizerConfig;
   };
   /**
    * Which checkpoints a finished run keeps in `<out>/checkpoints/`: 'stages' (the default) keeps
@@ -196,7 +260,26 @@ export interface PipelineConfig {
   checkpoints: { keep: 'stages' | 'all' | 'last' };
 }
 
-const BASE: Omit<PipelineConfig, 'preset'> = {
+/** The SFT phases' AdamW (transformers' Trainer's weight decay 0.01). */
+const SFT_OPTIMIZER: OptimizerConfig = { weightDecay: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, maxGradNorm: 1 };
+/** The paper's AdamW for RFT and RL (App. C). */
+const PAPER_OPTIMIZER: OptimizerConfig = { weightDecay: 0.1, beta1: 0.9, beta2: 0.999, eps: 1e-8, maxGradNorm: 1 };
+/** DAPO's AdamW as the embedded presets use it (no weight decay). */
+const RL_OPTIMIZER: OptimizerConfig = { weightDecay: 0, beta1: 0.9, beta2: 0.999, eps: 1e-8, maxGradNorm: 1 };
+
+/** A DAPO stage as a config file or preset gives it: the fields not given come from the dapo section. */
+export type DapoStageInput = Pick<
+  DapoStageConfig,
+  'iterations' | 'maxTurns' | 'maxContextTokens' | 'tasksPerIteration'
+> &
+  Partial<DapoStageConfig>;
+
+/** A preset: a config whose stages may leave per-stage settings to the dapo section (resolveConfig fills them). */
+export type PresetConfig = Omit<PipelineConfig, 'dapo'> & {
+  dapo: Omit<PipelineConfig['dapo'], 'stages'> & { stages: DapoStageInput[] };
+};
+
+const BASE: Omit<PresetConfig, 'preset'> = {
   seed: 1,
   modelDir: null,
   tasksFile: null,
@@ -208,6 +291,7 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
     renameLocals: false,
     issue: 'reproduction',
     catalogue: 'core',
+    distinctSites: false,
   },
   embeddedModel: { hiddenSize: 256, layers: 6, heads: 4, kvHeads: 2, intermediateSize: 768 },
   evalTasks: 12,
@@ -238,15 +322,27 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
     epochs: 2,
     lr: 2e-3,
     batchSize: 8,
+    optimizer: { ...SFT_OPTIMIZER },
   },
   tokenizer: { vocabSize: 2048, split: 'identifiers' },
-  eval: { k: 2, every: 0, everyK: 0 },
-  rft: { enabled: true, tasks: 0, samplesPerTask: 2, epochs: 2, lr: 5e-4, warmupRatio: 0.1, batchSize: 8 },
+  eval: { k: 2, every: 0, everyK: 0, validationTasks: 0, limits: 'last-stage' },
+  rft: {
+    enabled: true,
+    tasks: 0,
+    samplesPerTask: 2,
+    epochs: 2,
+    lr: 5e-4,
+    warmupRatio: 0.1,
+    batchSize: 8,
+    oneShot: false,
+    optimizer: { ...SFT_OPTIMIZER },
+  },
   dapo: {
     enabled: true,
     stages: [{ iterations: 3, maxTurns: 12, maxContextTokens: 6144, tasksPerIteration: 8 }],
     samplesPerTask: 4,
     stepsPerIteration: 2,
+    batchSize: 0,
     epochs: 1,
     lr: 3e-4,
     lrSchedule: 'constant',
@@ -266,7 +362,10 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
     topP: 1,
     topK: 0,
     minP: 0,
+    turnPenalty: true,
     turnPenaltyThreshold: 10,
+    easyTaskThreshold: 2 / 3,
+    optimizer: { ...RL_OPTIMIZER },
   },
   checkpoints: { keep: 'stages' },
 };
@@ -300,7 +399,7 @@ const BASE: Omit<PipelineConfig, 'preset'> = {
  * evaluation was several points off (a checkpoint read 38.9% at k = 3 and 29.5% at k = 12), and
  * the held-out tasks' second half is harder than the first.
  */
-export const PRESETS: Record<string, PipelineConfig> = {
+export const PRESETS: Record<string, PresetConfig> = {
   default: {
     preset: 'default',
     ...structuredClone(BASE),
@@ -312,6 +411,7 @@ export const PRESETS: Record<string, PipelineConfig> = {
       renameLocals: true,
       issue: 'error',
       catalogue: 'core',
+      distinctSites: false,
     },
     embeddedModel: { hiddenSize: 128, layers: 4, heads: 4, kvHeads: 2, intermediateSize: 384 },
     episode: { ...BASE.episode, maxTurns: 7, maxTokensPerTurn: 96, maxContextTokens: 3072, concurrency: 32 },
@@ -328,8 +428,9 @@ export const PRESETS: Record<string, PipelineConfig> = {
       epochs: 30,
       lr: 1e-3,
       batchSize: 4,
+      optimizer: { ...SFT_OPTIMIZER },
     },
-    eval: { k: 8, every: 0, everyK: 0 },
+    eval: { ...BASE.eval, k: 8 },
     rft: { ...structuredClone(BASE.rft), samplesPerTask: 10, epochs: 1, lr: 2e-4, batchSize: 4 },
     dapo: {
       ...structuredClone(BASE.dapo),
@@ -338,6 +439,7 @@ export const PRESETS: Record<string, PipelineConfig> = {
       stepsPerIteration: 2,
       refillRounds: 2,
       maskFormatErrors: false,
+      turnPenaltyThreshold: 5,
       stages: [{ iterations: 8, maxTurns: 7, maxContextTokens: 3072, tasksPerIteration: 8 }],
     },
   },
@@ -352,6 +454,7 @@ export const PRESETS: Record<string, PipelineConfig> = {
       renameLocals: false,
       issue: 'error',
       catalogue: 'core',
+      distinctSites: false,
     },
     embeddedModel: { hiddenSize: 128, layers: 2, heads: 4, kvHeads: 2, intermediateSize: 384 },
     episode: { ...BASE.episode, maxTurns: 6, maxTokensPerTurn: 96, maxContextTokens: 2048, concurrency: 8 },
@@ -368,10 +471,11 @@ export const PRESETS: Record<string, PipelineConfig> = {
       epochs: 120,
       lr: 3e-3,
       batchSize: 2,
+      optimizer: { ...SFT_OPTIMIZER },
     },
     tokenizer: { ...BASE.tokenizer, vocabSize: 1200 },
-    eval: { k: 2, every: 0, everyK: 0 },
-    rft: { enabled: true, tasks: 0, samplesPerTask: 6, epochs: 1, lr: 2e-4, warmupRatio: 0.1, batchSize: 4 },
+    eval: { ...BASE.eval },
+    rft: { ...structuredClone(BASE.rft), samplesPerTask: 6, epochs: 1, lr: 2e-4, batchSize: 4 },
     dapo: {
       ...structuredClone(BASE.dapo),
       lr: 1e-4,
@@ -379,8 +483,79 @@ export const PRESETS: Record<string, PipelineConfig> = {
       stepsPerIteration: 1,
       refillRounds: 1,
       maskFormatErrors: false,
+      turnPenalty: false,
       stages: [{ iterations: 2, maxTurns: 6, maxContextTokens: 2048, tasksPerIteration: 3 }],
     },
+  },
+};
+
+/**
+ * The paper's RL (arXiv 2508.03501, §4, App. C) for a real model and task file: set `modelDir`
+ * (e.g. Qwen2.5-72B-Instruct) and `tasksFile` (SWE-rebench-style tasks). RFT samples 10 per task
+ * with the one-shot demonstration and trains one epoch (lr 5e-6, cosine, weight decay 0.1); DAPO
+ * runs two stages, G = 10, lr 1e-6 constant, token-mean loss, no KL, temperature 1 without filters,
+ * zero-advantage groups dropped without refill, overlong episodes kept, the turn penalty at
+ * L_thr = 10: stage 1 at 65k context and 40 turns, 300 tasks per iteration, 128 trajectories
+ * per step, ε 0.2/0.3; stage 2 at 131k and 80 turns, 100 tasks, 256 per step, ε 0.2/0.26, on the
+ * tasks left after the curriculum filter (success rate >= 2/3 or never solved). Iteration counts
+ * are not in the paper's text (over 100 in all); 50 + 50 is a placeholder to set. Evaluation
+ * uses the last stage's limits, as the paper evaluates at 131k.
+ */
+PRESETS.paper = {
+  ...structuredClone(PRESETS.default as PresetConfig),
+  preset: 'paper',
+  miniSwe: { ...structuredClone(BASE.miniSwe) },
+  warmStart: { ...structuredClone(BASE.warmStart), enabled: false },
+  episode: { ...BASE.episode, maxTurns: 40, maxTokensPerTurn: 4096, maxContextTokens: 65536, prompt: 'paper' },
+  engine: { ...BASE.engine, kvBlocks: 8448 },
+  eval: { k: 10, every: 0, everyK: 0, validationTasks: 0, limits: 'last-stage' },
+  rft: {
+    enabled: true,
+    tasks: 0,
+    samplesPerTask: 10,
+    epochs: 1,
+    lr: 5e-6,
+    warmupRatio: 0.1,
+    batchSize: 64,
+    oneShot: true,
+    optimizer: { ...PAPER_OPTIMIZER },
+  },
+  dapo: {
+    ...structuredClone(BASE.dapo),
+    samplesPerTask: 10,
+    lr: 1e-6,
+    batchSize: 128,
+    clipHigh: 0.3,
+    refillRounds: 0,
+    maskFormatErrors: true,
+    turnPenalty: true,
+    turnPenaltyThreshold: 10,
+    easyTaskThreshold: 2 / 3,
+    optimizer: { ...PAPER_OPTIMIZER },
+    stages: [
+      {
+        iterations: 50,
+        maxTurns: 40,
+        maxContextTokens: 65536,
+        tasksPerIteration: 300,
+        samplesPerTask: 10,
+        clipLow: 0.2,
+        clipHigh: 0.3,
+        batchSize: 128,
+        turnPenaltyThreshold: 10,
+      },
+      {
+        iterations: 50,
+        maxTurns: 80,
+        maxContextTokens: 131072,
+        tasksPerIteration: 100,
+        samplesPerTask: 10,
+        clipLow: 0.2,
+        clipHigh: 0.26,
+        batchSize: 256,
+        turnPenaltyThreshold: 10,
+      },
+    ],
   },
 };
 
@@ -397,7 +572,20 @@ function fail(field: string, expected: string, got: unknown): never {
   );
 }
 
-type Spec = 'int+' | 'int0' | 'num+' | 'num0' | 'unit' | 'bool' | 'str?' | string[];
+type Spec = 'int+' | 'int0' | 'num+' | 'num0' | 'unit' | 'bool' | 'str?' | 'object' | string[];
+
+/** An optimizer section: AdamW's settings, each in its range. */
+function checkOptimizer(o: unknown, path: string): void {
+  if (typeof o !== 'object' || o === null || Array.isArray(o)) fail(path.replace(/\.$/, ''), 'an object', o);
+  check(
+    o as Record<string, unknown>,
+    { weightDecay: 'num0', beta1: 'unit', beta2: 'unit', eps: 'num+', maxGradNorm: 'num0' },
+    path,
+  );
+  const { beta1, beta2 } = o as OptimizerConfig;
+  if (beta1 >= 1) fail(`${path}beta1`, 'in [0, 1)', beta1);
+  if (beta2 >= 1) fail(`${path}beta2`, 'in [0, 1)', beta2);
+}
 
 /** Checks one object against a spec, field by field, rejecting unknown fields. */
 function check(obj: Record<string, unknown>, spec: Record<string, Spec>, path: string): void {
@@ -409,6 +597,8 @@ function check(obj: Record<string, unknown>, spec: Record<string, Spec>, path: s
       if (!s.includes(v as string)) fail(f, s.map((x) => `'${x}'`).join(' | '), v);
     } else if (s === 'bool') {
       if (typeof v !== 'boolean') fail(f, 'true or false', v);
+    } else if (s === 'object') {
+      if (typeof v !== 'object' || v === null || Array.isArray(v)) fail(f, 'an object', v);
     } else if (s === 'str?') {
       if (v !== null && v !== undefined && typeof v !== 'string') fail(f, 'a string or null', v);
     } else {
@@ -439,7 +629,7 @@ function merge<T>(base: T, over: unknown, path: string): T {
 export function resolveConfig(overrides: unknown = {}, preset = 'default'): PipelineConfig {
   const base = PRESETS[preset];
   if (!base) fail('preset', Object.keys(PRESETS).join(' | '), preset);
-  const c = merge(base, overrides, '');
+  const c = merge(base, overrides, '') as unknown as PipelineConfig;
   const top = c as unknown as Record<string, unknown>;
   const sections = [
     'miniSwe',
@@ -481,6 +671,7 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
       renameLocals: 'bool',
       issue: ['reproduction', 'error'],
       catalogue: ['core', 'wide'],
+      distinctSites: 'bool',
     },
     'miniSwe.',
   );
@@ -554,9 +745,11 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
       epochs: 'int0',
       lr: 'num0',
       batchSize: 'int+',
+      optimizer: 'object',
     },
     'warmStart.',
   );
+  checkOptimizer(c.warmStart.optimizer, 'warmStart.optimizer.');
   if (c.miniSwe.issue === 'error' && c.warmStart.enabled && c.warmStart.style === 'thorough')
     fail(
       'warmStart.style',
@@ -590,7 +783,17 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
     );
   check(c.tokenizer as never, { vocabSize: 'int+', split: ['qwen2', 'identifiers', 'stems'] }, 'tokenizer.');
   if (c.tokenizer.vocabSize < 300) fail('tokenizer.vocabSize', 'at least 300', c.tokenizer.vocabSize);
-  check(c.eval as never, { k: 'int+', every: 'int0', everyK: 'int0' }, 'eval.');
+  check(
+    c.eval as never,
+    { k: 'int+', every: 'int0', everyK: 'int0', validationTasks: 'int0', limits: ['last-stage', 'episode'] },
+    'eval.',
+  );
+  if (c.eval.every > 0 && c.eval.validationTasks === 0)
+    fail(
+      'eval.validationTasks',
+      'at least 1 with eval.every > 0 (DAPO validates on the validation split, never on the test split)',
+      0,
+    );
   check(
     c.rft as never,
     {
@@ -601,18 +804,37 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
       lr: 'num0',
       warmupRatio: 'unit',
       batchSize: 'int+',
+      oneShot: 'bool',
+      optimizer: 'object',
     },
     'rft.',
   );
+  checkOptimizer(c.rft.optimizer, 'rft.optimizer.');
   const d = c.dapo as unknown as Record<string, unknown>;
   if (!Array.isArray(d.stages) || d.stages.length === 0) fail('dapo.stages', 'a non-empty array', d.stages);
-  (d.stages as unknown[]).forEach((st, i) => {
-    if (typeof st !== 'object' || st === null) fail(`dapo.stages[${i}]`, 'an object', st);
+  // A stage's per-stage settings default to the dapo section's (checked below, then checked again
+  // per stage), so that `dapo.clipHigh` in a config file applies to every stage that sets none.
+  const perStage = ['samplesPerTask', 'clipLow', 'clipHigh', 'batchSize', 'turnPenaltyThreshold'] as const;
+  d.stages = (d.stages as unknown[]).map((st, i) => {
+    if (typeof st !== 'object' || st === null || Array.isArray(st)) fail(`dapo.stages[${i}]`, 'an object', st);
+    const filled: Record<string, unknown> = { ...(st as Record<string, unknown>) };
+    for (const k of perStage) if (filled[k] === undefined) filled[k] = d[k];
     check(
-      st as never,
-      { iterations: 'int0', maxTurns: 'int+', maxContextTokens: 'int+', tasksPerIteration: 'int+' },
+      filled,
+      {
+        iterations: 'int0',
+        maxTurns: 'int+',
+        maxContextTokens: 'int+',
+        tasksPerIteration: 'int+',
+        samplesPerTask: 'int+',
+        clipLow: 'unit',
+        clipHigh: 'num0',
+        batchSize: 'int0',
+        turnPenaltyThreshold: 'int+',
+      },
       `dapo.stages[${i}].`,
     );
+    return filled;
   });
   check(
     Object.fromEntries(Object.entries(d).filter(([k]) => k !== 'stages')),
@@ -639,22 +861,36 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
       topP: 'unit',
       topK: 'int0',
       minP: 'unit',
+      turnPenalty: 'bool',
       turnPenaltyThreshold: 'int+',
+      easyTaskThreshold: 'num+',
+      batchSize: 'int0',
+      optimizer: 'object',
     },
     'dapo.',
   );
-  // The turn penalty (turnPenalty) acts on a stage whose episodes can reach the threshold; there
-  // it needs threshold < maxTurns (at equality the paper's formula is 0/0 at the last turn). A
-  // threshold above a stage's maxTurns is accepted: the penalty is off there (the default preset).
-  if (c.dapo.enabled)
+  if (c.dapo.easyTaskThreshold > 1) fail('dapo.easyTaskThreshold', 'in (0, 1]', c.dapo.easyTaskThreshold);
+  checkOptimizer(c.dapo.optimizer, 'dapo.optimizer.');
+  // The turn penalty (turnPenalty) needs threshold < maxTurns in every stage: at equality the
+  // paper's formula is 0/0 at the last turn, and above it the penalty could never apply.
+  if (c.dapo.enabled && c.dapo.turnPenalty)
     c.dapo.stages.forEach((st, i) => {
-      if (st.maxTurns === c.dapo.turnPenaltyThreshold)
+      if (st.turnPenaltyThreshold >= st.maxTurns)
         fail(
-          'dapo.turnPenaltyThreshold',
-          `below dapo.stages[${i}].maxTurns (${st.maxTurns}) for a turn penalty, or above it for none`,
-          c.dapo.turnPenaltyThreshold,
+          st.turnPenaltyThreshold === c.dapo.turnPenaltyThreshold &&
+            !(overrides as { dapo?: { stages?: unknown } })?.dapo?.stages
+            ? 'dapo.turnPenaltyThreshold'
+            : `dapo.stages[${i}].turnPenaltyThreshold`,
+          `below dapo.stages[${i}].maxTurns (${st.maxTurns}) with dapo.turnPenalty (set dapo.turnPenalty false for none)`,
+          st.turnPenaltyThreshold,
         );
     });
+  if (c.preset === 'paper' && (c.modelDir === null || c.tasksFile === null))
+    fail(
+      c.modelDir === null ? 'modelDir' : 'tasksFile',
+      "a model folder and a tasks file with preset 'paper' (it trains a real model on real tasks)",
+      null,
+    );
   // Every episode must fit the KV cache alone (the engine preempts under pressure, but one
   // conversation larger than the cache would fail with PROMPT_TOO_LONG mid-run).
   const longest = Math.max(c.episode.maxContextTokens, ...c.dapo.stages.map((st) => st.maxContextTokens));

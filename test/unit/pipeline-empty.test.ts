@@ -21,6 +21,9 @@ import {
 import type { Policy } from '../../src/pipeline/stages.js';
 import { tinyPolicy } from '../helpers/tiny-policy.js';
 
+/** A stage's per-stage settings as the dapo section gives them (resolveConfig fills a config's stages so). */
+const STAGE_DEFAULTS = { samplesPerTask: 4, clipLow: 0.2, clipHigh: 0.28, batchSize: 0, turnPenaltyThreshold: 10 };
+
 const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
 
 /** A small random policy: it writes noise, so it resolves nothing. */
@@ -91,7 +94,7 @@ describe('empty stages', () => {
       // DAPO: every group's rewards are equal (all 0), so every group is dropped and nothing trains.
       events.length = 0;
       const optimizer = new AdamW(p.model, { lr: 1e-3 });
-      const stage = { iterations: 1, maxTurns: 2, maxContextTokens: 3072, tasksPerIteration: 2 };
+      const stage = { iterations: 1, maxTurns: 2, maxContextTokens: 3072, tasksPerIteration: 2, ...STAGE_DEFAULTS };
       const { metrics, records } = await dapoIteration(p, tasks, config, stage, 1, optimizer, hooks);
       expect(records).toHaveLength(4);
       expect(metrics).toMatchObject({ trainedSamples: 0, steps: 0, skipped: 1, droppedGroups: 2 });

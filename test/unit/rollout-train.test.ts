@@ -35,6 +35,9 @@ import {
 } from '../../src/index.js';
 import { TextPool } from '../../src/rollout/text-pool.js';
 
+/** A stage's per-stage settings as the dapo section gives them (resolveConfig fills a config's stages so). */
+const STAGE_DEFAULTS = { samplesPerTask: 4, clipLow: 0.2, clipHigh: 0.28, batchSize: 0, turnPenaltyThreshold: 10 };
+
 const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
 
 function setup(seed = 3) {
@@ -305,7 +308,7 @@ describe.skipIf(!canSandbox)('rollouts and the trainer', () => {
       { dapo: { refillRounds: 1, samplesPerTask: 2 }, episode: { maxTokensPerTurn: 8 } },
       'smoke',
     );
-    const stage = { iterations: 1, maxTurns: 1, maxContextTokens: 3072, tasksPerIteration: 1 };
+    const stage = { iterations: 1, maxTurns: 1, maxContextTokens: 3072, tasksPerIteration: 1, ...STAGE_DEFAULTS };
     const optimizer = new AdamW(model, { lr: 1e-3 });
     const log: Record<string, unknown>[] = [];
     const hooks = { log: (e: Record<string, unknown>) => log.push(e) };
@@ -336,7 +339,7 @@ describe.skipIf(!canSandbox)('rollouts and the trainer', () => {
     const { tokenizer, model } = setup();
     const engine = new Engine({ model, kvBlocks: 2048, blockSize: 16 });
     const tasks = await generateMiniSweTasks({ count: 1, seed: 5, difficulty: 0 });
-    const stage = { iterations: 1, maxTurns: 1, maxContextTokens: 3072, tasksPerIteration: 1 };
+    const stage = { iterations: 1, maxTurns: 1, maxContextTokens: 3072, tasksPerIteration: 1, ...STAGE_DEFAULTS };
     const policy = { model, engine, tokenizer };
     const steps = [];
     for (const epochs of [1, 3]) {
@@ -369,7 +372,7 @@ describe.skipIf(!canSandbox)('rollouts and the trainer', () => {
   }, 120_000);
 
   it("Dr.GRPO from the config: 'seq-mean-token-sum-norm' divides by normLength, by default the generation budget", async () => {
-    const stage = { iterations: 1, maxTurns: 3, maxContextTokens: 3072, tasksPerIteration: 1 };
+    const stage = { iterations: 1, maxTurns: 3, maxContextTokens: 3072, tasksPerIteration: 1, ...STAGE_DEFAULTS };
     const drgrpo = (dapo: Record<string, unknown>) =>
       resolveConfig({ dapo: { estimator: 'drgrpo', agg: 'seq-mean-token-sum-norm', ...dapo } }, 'smoke');
     const perTurn = drgrpo({}).episode.maxTokensPerTurn; // the preset's, whatever it is tuned to
