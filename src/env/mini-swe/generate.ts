@@ -40,8 +40,12 @@ export interface MiniSweOptions {
   seed: number;
   /** 0-3: the tier (module docs): bug kinds and the number of distractor modules (default 1). */
   difficulty?: number;
-  /** Which bugs: 'train' (about three quarters of the catalogue) or 'test' (the rest). Default 'train'. */
-  split?: 'train' | 'test';
+  /**
+   * Which bugs (bugSplit): 'train' (about three quarters of the catalogue's bug sites),
+   * 'validation' (about a twelfth) or 'test' (about a sixth); the three are disjoint by bug site.
+   * Default 'train'.
+   */
+  split?: MiniSweSplit;
   /**
    * Only these bug kinds (default: the tier's). `misspelled-name` (a plural slip in a name, which
    * throws a ReferenceError that names it) is drawn only when listed here: the gentlest bugs, for
@@ -69,7 +73,18 @@ export interface MiniSweOptions {
    * same set.
    */
   catalogue?: 'core' | 'wide';
+  /**
+   * Draw the tasks from distinct bug sites while the split has sites left (default false: each
+   * task draws a site at random, so a split's tasks can repeat its most common sites). Task i
+   * takes the i-th site of a seeded order of the split's sites; a site that yields no valid task
+   * (a mutant no test kills) is replaced by the next unassigned one, so that the sites are
+   * distinct whenever `count` is at most the number of valid sites.
+   */
+  distinctSites?: boolean;
 }
+
+/** The splits of a generated suite, disjoint by bug site. */
+export type MiniSweSplit = 'train' | 'validation' | 'test';
 
 /** The modules of a catalogue option. */
 export function catalogueModules(catalogue: 'core' | 'wide' = 'core'): ModuleTemplate[] {
@@ -90,10 +105,15 @@ export const BUG_KINDS = [
   'misspelled-name',
 ] as const;
 
-/** The split a bug belongs to: a fixed hash of its module and id. */
-export function bugSplit(module: string, mutation: string): 'train' | 'test' {
+/**
+ * The split a bug site belongs to: a fixed hash of its module and id. A quarter of the sites are
+ * held out, and a third of those are the validation split (for tuning and in-run validation), the
+ * rest the test split; the training split is the same as when there was no validation split.
+ */
+export function bugSplit(module: string, mutation: string): MiniSweSplit {
   const h = createHash('sha256').update(`${module}/${mutation}`).digest();
-  return (h[0] as number) % 4 === 0 ? 'test' : 'train';
+  if ((h[0] as number) % 4 !== 0) return 'train';
+  return (h[1] as number) % 3 === 0 ? 'validation' : 'test';
 }
 
 function repoFiles(modules: ModuleTemplate[], name: string): Record<string, string> {
@@ -160,7 +180,7 @@ type Candidate = { m: ModuleTemplate; x: Mutation; auto?: undefined } | { m: Mod
 /** The bugs of a split and tier, in a fixed order. */
 function candidates(
   modules: ModuleTemplate[],
-  split: 'train' | 'test',
+  split: MiniSweSplit,
   difficulty: number,
   kinds?: Set<string>,
 ): Candidate[] {
@@ -257,7 +277,10 @@ export async function generateMiniSweTasks(o: MiniSweOptions): Promise<SweTask[]
   if (o.issue !== undefined && o.issue !== 'reproduction' && o.issue !== 'error')
     throw invalidArgument('issue', "'reproduction' or 'error'", o.issue);
   const split = o.split ?? 'train';
-  if (split !== 'train' && split !== 'test') throw invalidArgument('split', "'train' or 'test'", split);
+  if (split !== 'train' && split !== 'validation' && split !== 'test')
+    throw invalidArgument('split', "'train', 'validation' or 'test'", split);
+  if (o.distinctSites !== undefined && typeof o.distinctSites !== 'boolean')
+    throw invalidArgument('distinctSites', 'true or false', o.distinctSites);
   if (o.kinds !== undefined) {
     if (
       !Array.isArray(o.kinds) ||
@@ -274,31 +297,62 @@ export async function generateMiniSweTasks(o: MiniSweOptions): Promise<SweTask[]
   const cleanRuns = new Map<string, Promise<Record<string, 'pass' | 'fail'>>>(); // by repository
   // Each task draws from its own stream (seed, index), so tasks are independent and validated
   // a few at a time; the result depends only on the seed.
+  // With distinctSites, a seeded order of the split's sites: task i takes site order[i], and
+  // when that site yields no task, order[count + i], order[2·count + i], ... (sites no task takes
+  // first), so that no two tasks share a site while the split has valid sites left.
+  const order = o.distinctSites ? seededOrder(pool.length, o.seed) : null;
+  function* sitesOf(i: number): Generator<number> {
+    if (!order) return;
+    const n = order.length;
+    if (i >= n) {
+      yield order[i % n] as number; // more tasks than sites: the sites come round again
+      return;
+    }
+    yield order[i] as number;
+    for (let k = o.count + i; k < n; k += o.count) yield order[k] as number;
+  }
+  const distractorsFor = (c: Candidate, rng: () => number): ModuleTemplate[] => {
+    const others = modules.filter((x) => x !== c.m);
+    const distractors: ModuleTemplate[] = [];
+    while (distractors.length < Math.min(difficulty, others.length)) {
+      const d = others[Math.floor(rng() * others.length)] as ModuleTemplate;
+      if (!distractors.includes(d)) distractors.push(d);
+    }
+    return distractors;
+  };
+  const attempt = async (c: Candidate, i: number, rng: () => number): Promise<SweTask | null | 'dead'> => {
+    const distractors = distractorsFor(c, rng);
+    const id = `${c.m.name}-${c.auto ? c.auto.id : c.x.id}`;
+    if (dead.has(id)) return 'dead';
+    const renamed = o.renameLocals ? renamedCandidate(c, rng) : c;
+    if (renamed === null) return null;
+    const task = await makeTask(
+      renamed,
+      distractors,
+      `mini-swe__${id}-${o.seed}-${i}`,
+      cleanRuns,
+      renamed !== c,
+      o.issue,
+    );
+    if (task === null && renamed === c) dead.add(id); // a renamed variant may fail where another would not
+    return task;
+  };
+  // Each task draws from its own stream (seed, index), so tasks are independent and validated
+  // a few at a time; the result depends only on the seed.
   const one = async (i: number): Promise<SweTask> => {
     const rng = mulberry32((Math.imul(o.seed + 1, 0x9e3779b1) ^ Math.imul(i + 1, 0x85ebca6b)) >>> 0);
-    for (let attempt = 0; attempt < 200; attempt++) {
-      if (dead.size >= pool.length) break;
-      const c = pool[Math.floor(rng() * pool.length)] as Candidate;
-      const others = modules.filter((x) => x !== c.m);
-      const distractors: ModuleTemplate[] = [];
-      while (distractors.length < Math.min(difficulty, others.length)) {
-        const d = others[Math.floor(rng() * others.length)] as ModuleTemplate;
-        if (!distractors.includes(d)) distractors.push(d);
+    for (const k of sitesOf(i)) {
+      // A renamed variant that breaks the module is drawn again; a dead site is left.
+      for (let r = 0; r < (o.renameLocals ? 8 : 1); r++) {
+        const task = await attempt(pool[k] as Candidate, i, rng);
+        if (task === 'dead') break;
+        if (task !== null) return task;
       }
-      const id = `${c.m.name}-${c.auto ? c.auto.id : c.x.id}`;
-      if (dead.has(id)) continue;
-      const renamed = o.renameLocals ? renamedCandidate(c, rng) : c;
-      if (renamed === null) continue;
-      const task = await makeTask(
-        renamed,
-        distractors,
-        `mini-swe__${id}-${o.seed}-${i}`,
-        cleanRuns,
-        renamed !== c,
-        o.issue,
-      );
-      if (task !== null) return task;
-      if (renamed === c) dead.add(id); // a renamed variant may fail where another would not
+    }
+    for (let a = 0; a < 200; a++) {
+      if (dead.size >= pool.length) break;
+      const task = await attempt(pool[Math.floor(rng() * pool.length)] as Candidate, i, rng);
+      if (task !== null && task !== 'dead') return task;
     }
     throw new SwerlError('mini-SWE: no bug of this split and tier survives validation', 'INTERNAL');
   };
@@ -312,6 +366,17 @@ export async function generateMiniSweTasks(o: MiniSweOptions): Promise<SweTask[]
   };
   await Promise.all(Array.from({ length: Math.min(3, o.count) }, worker));
   return tasks;
+}
+
+/** A seeded permutation of 0..n-1 (Fisher-Yates over its own stream). */
+function seededOrder(n: number, seed: number): number[] {
+  const rng = mulberry32((Math.imul(seed + 1, 0x2545f491) ^ 0x5eed0d1) >>> 0);
+  const order = Array.from({ length: n }, (_, k) => k);
+  for (let k = n - 1; k > 0; k--) {
+    const j = Math.floor(rng() * (k + 1));
+    [order[k], order[j]] = [order[j] as number, order[k] as number];
+  }
+  return order;
 }
 
 /** The candidate in a module whose locals are renamed (null when its bug no longer applies). */
