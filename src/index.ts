@@ -109,8 +109,6 @@ export {
   copyPretrain,
   type DapoExtras,
   dapoIteration,
-  dapoIterationLr,
-  dapoLossConfig,
   demoSample,
   type EvalResult,
   episodeStats,
@@ -124,6 +122,9 @@ export {
   shuffled,
   tokenizerCorpus,
 } from './pipeline/stages.js';
+export { type AdvantageEstimator, groupAdvantages } from './rl/advantages.js';
+export { dapoIterationLr, dapoLossConfig } from './rl/loss-config.js';
+export { lossMask, type PolicyBatch, type PolicySampleOptions, policySamples, rftSamples } from './rl/samples.js';
 export { conversationTokens, deltaText, deltaTokens, promptText, promptTokens } from './rollout/chatml.js';
 export {
   type RolloutRecord,
@@ -132,15 +133,6 @@ export {
   writeRollouts,
 } from './rollout/record.js';
 export { type RolloutOptions, runRollouts } from './rollout/rollouts.js';
-export {
-  type AdvantageEstimator,
-  groupAdvantages,
-  lossMask,
-  type PolicyBatch,
-  type PolicySampleOptions,
-  policySamples,
-  rftSamples,
-} from './rollout/samples.js';
 export { type SampleResult, type SamplingParams, sample, sampleAsync } from './sample.js';
 export { type OpenAiServer, type OpenAiServerOptions, startOpenAiServer } from './serve/openai-server.js';
 export { CHATML_SPECIAL_TOKENS, CHATML_TEMPLATE, type ChatMessage, Tokenizer } from './tokenizer/tokenizer.js';

@@ -28,6 +28,7 @@ import { Model } from '../model/model.js';
 import { EMBEDDED_MODEL_CONFIG } from '../model/presets.js';
 import { fileExists } from '../model/safetensors.js';
 import { mulberry32 } from '../random.js';
+import { dapoIterationLr } from '../rl/loss-config.js';
 import { writeRollouts } from '../rollout/record.js';
 import { Tokenizer } from '../tokenizer/tokenizer.js';
 import { AdamW } from '../train/adamw.js';
@@ -39,7 +40,6 @@ import { writeReport } from './report.js';
 import {
   copyPretrain,
   dapoIteration,
-  dapoIterationLr,
   demoSample,
   type EvalResult,
   evaluate,

@@ -20,13 +20,14 @@ import { diffLines, JS_WORD, type SweTask } from '../env/tasks.js';
 import { type ErrorCode, ErrorCodes, invalidArgument, SwerlError } from '../errors.js';
 import type { Model } from '../model/model.js';
 import { mulberry32 } from '../random.js';
+import { keptGroups } from '../rl/group-filters.js';
+import { dapoLossConfig } from '../rl/loss-config.js';
+import { policySamples, rftSamples } from '../rl/samples.js';
 import { conversationTokens } from '../rollout/chatml.js';
 import type { RolloutRecord } from '../rollout/record.js';
 import { runRollouts } from '../rollout/rollouts.js';
-import { type PolicyBatch, policySamples, rftSamples } from '../rollout/samples.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
-import { AdamW, cosineDecay, warmupCosineLr } from '../train/adamw.js';
-import type { PolicyLossConfig } from '../train/losses.js';
+import { AdamW, warmupCosineLr } from '../train/adamw.js';
 import { sequenceLogprobs } from '../train/reference.js';
 import { type StepMetrics, Trainer, type TrainSample } from '../train/trainer.js';
 import { type DapoStageConfig, type PipelineConfig, promptStyleOf } from './config.js';
@@ -415,40 +416,6 @@ export async function rft(
   hooks.log({ stage: 'rft', event: 'rollouts', phase: 'rft', ...stats });
   const steps = await sftEpochs(p, samples, { ...c.rft, seed: c.seed + 11, stage: 'rft' }, hooks);
   return { ...stats, steps: steps.length, skipped: steps.length === 0 ? 1 : 0 };
-}
-
-/**
- * The policy loss a DAPO stage trains with. Dr.GRPO's `seq-mean-token-sum-norm` divides by
- * `dapo.normLength`, or by default by the stage's generation budget (turns × tokens per turn).
- */
-export function dapoLossConfig(c: PipelineConfig, stage: DapoStageConfig): PolicyLossConfig {
-  return {
-    clipLow: c.dapo.clipLow,
-    clipHigh: c.dapo.clipHigh,
-    agg: c.dapo.agg,
-    normLength: c.dapo.normLength || stage.maxTurns * c.episode.maxTokensPerTurn,
-    klCoef: c.dapo.klCoef,
-    entropyCoef: c.dapo.entropyCoef,
-  };
-}
-
-/**
- * The learning rate of DAPO iteration `i` (0-based, over all stages): `dapo.lr`, or with
- * `lrSchedule: 'cosine'` lr · (m + (1 − m) · (1 + cos(π i / N)) / 2) for N iterations in all.
- */
-export function dapoIterationLr(c: PipelineConfig, i: number): number {
-  if (c.dapo.lrSchedule === 'constant') return c.dapo.lr;
-  const n = c.dapo.stages.reduce((a, st) => a + st.iterations, 0);
-  return c.dapo.lr * cosineDecay(Math.min(i, n) / Math.max(1, n), c.dapo.minLrRatio);
-}
-
-/**
- * Groups of a batch that count toward DAPO's refill target: those left after the flat groups
- * and, with `filterOverlong`, the groups the filter emptied (policySamples' `emptiedGroups`) are
- * taken out. An emptied group is no kept one: without it, the refill stopped short.
- */
-export function keptGroups(batch: Pick<PolicyBatch, 'groups' | 'droppedGroups' | 'emptiedGroups'>): number {
-  return batch.groups - batch.droppedGroups - batch.emptiedGroups;
 }
 
 /** Extras of {@link dapoIteration}. */

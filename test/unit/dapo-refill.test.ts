@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { policySamples } from '../../src/index.js';
-import { keptGroups } from '../../src/pipeline/stages.js';
+import { keptGroups } from '../../src/rl/group-filters.js';
 import type { RolloutRecord } from '../../src/rollout/record.js';
 
 function record(
