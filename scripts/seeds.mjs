@@ -1,0 +1,161 @@
+#!/usr/bin/env node
+// Runs one config of `node train.js` on several seeds and writes, per stage, the mean and 95%
+// confidence interval (Student's t over the seeds) of held-out Pass@1 and Pass@k, the paired
+// DAPO − RFT difference, the goal checks, and where each run's time went.
+//
+//   node scripts/seeds.mjs --seeds 11,12,13,14,15 [--preset default] [--config FILE] [--out runs/seeds] [--jobs 1]
+//
+// Each seed runs into OUT/seed-N (a finished run is reused, an unfinished one resumed), then
+// OUT/seeds.json (the table and every run's summary and time breakdown) and OUT/seeds.md (the
+// Markdown table) are written. --jobs runs that many seeds at once (each run uses about 1.2 cores).
+// Build first (npm run build:ts); the runs use dist/.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { seedTable, seedTableMarkdown } from '../dist/pipeline/seed-stats.js';
+
+const USAGE =
+  'usage: node scripts/seeds.mjs --seeds 11,12,13 [--preset default] [--config FILE] [--out runs/seeds] [--jobs 1]';
+let values;
+try {
+  ({ values } = parseArgs({
+    options: {
+      seeds: { type: 'string' },
+      preset: { type: 'string' },
+      config: { type: 'string' },
+      out: { type: 'string' },
+      jobs: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  }));
+} catch (e) {
+  console.error(`${e.message}\n${USAGE}`);
+  process.exit(2);
+}
+if (values.help || !values.seeds) {
+  console.log(USAGE);
+  process.exit(values.help ? 0 : 2);
+}
+const seeds = values.seeds.split(',').map((s) => Number(s.trim()));
+if (seeds.some((s) => !Number.isInteger(s) || s < 0) || new Set(seeds).size !== seeds.length) {
+  console.error(`--seeds: distinct integers >= 0, got ${values.seeds}\n${USAGE}`);
+  process.exit(2);
+}
+const jobs = Math.max(1, Number(values.jobs ?? 1));
+const out = resolve(values.out ?? 'runs/seeds');
+const base = values.config ? JSON.parse(readFileSync(values.config, 'utf8')) : {};
+if (values.preset) base.preset = values.preset;
+if (typeof base.seed === 'number') console.log(`note: the config's seed ${base.seed} is replaced by each run's`);
+const trainJs = join(dirname(fileURLToPath(import.meta.url)), '..', 'train.js');
+mkdirSync(out, { recursive: true });
+
+const summaryOf = (dir) => {
+  try {
+    const s = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8'));
+    return s.finished ? s : null;
+  } catch {
+    return null;
+  }
+};
+
+/** Runs one seed to the end (resuming a stopped run); resolves with its summary. */
+function runSeed(seed) {
+  const dir = join(out, `seed-${seed}`);
+  const done = summaryOf(dir);
+  if (done) {
+    console.log(`seed ${seed}: finished run in ${dir} reused`);
+    return Promise.resolve(done);
+  }
+  const config = join(out, `config-seed-${seed}.json`);
+  writeFileSync(config, `${JSON.stringify({ ...base, seed }, null, 2)}\n`);
+  const args = [trainJs, '--config', config, '--out', dir];
+  if (existsSync(join(dir, 'state.json'))) args.push('--resume');
+  console.log(`seed ${seed}: node ${args.slice(1).join(' ')}`);
+  const log = join(out, `seed-${seed}.log`);
+  return new Promise((ok, fail) => {
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const lines = [];
+    const keep = (b) => {
+      lines.push(b.toString());
+      writeFileSync(log, lines.join(''));
+      const last = b.toString().trim().split('\n').at(-1);
+      if (last && !/\d+%\)/.test(last)) console.log(`seed ${seed}: ${last}`);
+    };
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
+    child.on('close', (code) => {
+      const s = summaryOf(dir);
+      if (code === 0 && s) ok(s);
+      else fail(new Error(`seed ${seed}: train.js exited with ${code}; see ${log}`));
+    });
+  });
+}
+
+/** Where a run's time went, from its metrics events (seconds). */
+function timeBreakdown(dir, wallSeconds) {
+  const events = readFileSync(join(dir, 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  const parts = {
+    setup: 0,
+    copyPretraining: 0,
+    warmStart: 0,
+    evaluations: 0,
+    rft: 0,
+    dapoRollouts: 0,
+    dapoTraining: 0,
+  };
+  let prev = events[0]?.t;
+  for (const e of events) {
+    const dt = (e.t - prev) / 1000;
+    prev = e.t;
+    if (e.stage === 'dapo' && e.event === 'iteration') {
+      parts.dapoRollouts += e.rolloutSeconds ?? 0;
+      parts.dapoTraining += e.trainSeconds ?? 0;
+    } else if (e.event === 'eval' || e.event === 'validation') parts.evaluations += dt;
+    else if (e.stage === 'copy') parts.copyPretraining += dt;
+    else if (e.stage === 'warmstart') parts.warmStart += dt;
+    else if (e.stage === 'rft') parts.rft += dt;
+  }
+  const counted = Object.values(parts).reduce((a, x) => a + x, 0);
+  parts.setup = Math.max(0, wallSeconds - counted);
+  return Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, Math.round(v)]));
+}
+
+const summaries = new Map();
+const queue = [...seeds];
+let failed = null;
+await Promise.all(
+  Array.from({ length: Math.min(jobs, seeds.length) }, async () => {
+    while (queue.length > 0 && !failed) {
+      const seed = queue.shift();
+      try {
+        summaries.set(seed, await runSeed(seed));
+      } catch (e) {
+        failed = e;
+      }
+    }
+  }),
+);
+if (failed) {
+  console.error(failed.message);
+  process.exit(1);
+}
+const runs = seeds.map((s) => summaries.get(s));
+const table = seedTable(runs);
+const perRun = seeds.map((seed, i) => ({
+  seed,
+  stages: runs[i].stages,
+  wallSeconds: Math.round(runs[i].wallSeconds),
+  time: timeBreakdown(join(out, `seed-${seed}`), runs[i].wallSeconds),
+  provenance: runs[i].provenance,
+}));
+writeFileSync(join(out, 'seeds.json'), `${JSON.stringify({ config: base, table, runs: perRun }, null, 2)}\n`);
+const md = seedTableMarkdown(table);
+writeFileSync(join(out, 'seeds.md'), md);
+console.log(`\n${md}`);
+if (table.goal) console.log(`goal: ${JSON.stringify(table.goal)}`);
+console.log(`written: ${join(out, 'seeds.json')}, ${join(out, 'seeds.md')}`);
