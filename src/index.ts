@@ -125,6 +125,7 @@ export {
 export { type AdvantageEstimator, groupAdvantages } from './rl/advantages.js';
 export { dapoIterationLr, dapoLossConfig } from './rl/loss-config.js';
 export { lossMask, type PolicyBatch, type PolicySampleOptions, policySamples, rftSamples } from './rl/samples.js';
+export { rolloutSeeds, type SampleSeedKey, sampleSeed } from './rl/seeds.js';
 export { conversationTokens, deltaText, deltaTokens, promptText, promptTokens } from './rollout/chatml.js';
 export {
   type RolloutRecord,

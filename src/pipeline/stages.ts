@@ -23,6 +23,7 @@ import { mulberry32 } from '../random.js';
 import { keptGroups } from '../rl/group-filters.js';
 import { dapoLossConfig } from '../rl/loss-config.js';
 import { policySamples, rftSamples } from '../rl/samples.js';
+import { rolloutSeeds } from '../rl/seeds.js';
 import { conversationTokens } from '../rollout/chatml.js';
 import type { RolloutRecord } from '../rollout/record.js';
 import { runRollouts } from '../rollout/rollouts.js';
@@ -315,7 +316,8 @@ export async function evaluate(
     tokenizer: p.tokenizer,
     tasks,
     samplesPerTask: k,
-    seed: c.seed * 7919 + 17,
+    sampleSeed: rolloutSeeds({ run: c.seed, phase, iteration: validation?.iteration ?? 0, round: 0 }, tasks),
+    group: phase,
     sampling: { temperature: 1 },
     ...rolloutOptions(c),
     onRecord: () => hooks.progress?.(phase, ++done, tasks.length * k, 'episode'),
@@ -404,7 +406,8 @@ export async function rft(
     tokenizer: p.tokenizer,
     tasks,
     samplesPerTask: c.rft.samplesPerTask,
-    seed: c.seed * 104729 + 3,
+    sampleSeed: rolloutSeeds({ run: c.seed, phase: 'rft', iteration: 0, round: 0 }, tasks),
+    group: 'rft',
     ...rolloutOptions(c),
     onRecord: () => hooks.progress?.('rft rollouts', ++done, tasks.length * c.rft.samplesPerTask, 'episode'),
   });
@@ -473,7 +476,9 @@ export async function dapoIteration(
         tokenizer: p.tokenizer,
         tasks: round,
         samplesPerTask: G,
-        seed: c.seed * 15485863 + iteration * 1009 + refillRounds * 7,
+        // Each refill round's samples are seeded and grouped apart from the rounds before.
+        sampleSeed: rolloutSeeds({ run: c.seed, phase, iteration, round: refillRounds }, round),
+        group: `${phase}/r${refillRounds}`,
         sampling: { temperature: c.dapo.temperature, topP: c.dapo.topP, topK: c.dapo.topK, minP: c.dapo.minP },
         ...rolloutOptions(c, stage),
         onRecord: () => hooks.progress?.(`${phase} rollouts`, ++done, total, 'episode'),

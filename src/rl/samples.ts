@@ -59,7 +59,7 @@ export interface PolicyBatch {
 
 /**
  * The key of a record's advantage group: its instance_id and, when it has one, its `group` (the
- * runRollouts call's seed and the task's position), so that two tasks sharing an instance_id are
+ * runRollouts call's name and the task's position), so that two tasks sharing an instance_id are
  * two groups, while records without it group by instance_id as before.
  */
 function groupKey(r: RolloutRecord): string {

@@ -23,10 +23,11 @@ export interface RolloutTurn {
 export interface RolloutRecord {
   instance_id: string;
   /**
-   * The advantage group (policySamples): `<seed>:<position>`, the runRollouts call's base seed and
-   * the task's position in its `tasks`, so that two tasks that share an instance_id are two
-   * groups, and the tasks of calls with different seeds (DAPO's refill rounds) never mix. Records
-   * without it (older files, hand-made ones) are grouped by instance_id alone.
+   * The advantage group (policySamples): `<call>:<position>`, the runRollouts call's `group` (by
+   * default its base seed; the pipeline's name the phase and the refill round) and the task's
+   * position in its `tasks`, so that two tasks that share an instance_id are two groups, and the
+   * tasks of different calls (DAPO's refill rounds) never mix. Records without it (older files,
+   * hand-made ones) are grouped by instance_id alone.
    */
   group?: string;
   /** Index of this sample within its task's group. */

@@ -47,8 +47,19 @@ export interface RolloutOptions {
   samplesPerTask?: number;
   /** Default temperature 1, no filters (what RL needs). The seed is set per sample. */
   sampling?: Omit<SamplingParams, 'seed'>;
-  /** Base seed: sample j of task i uses seed + i·G + j (default 0). */
+  /** Base seed: sample j of task i uses seed + i·G + j (default 0), unless `sampleSeed` is given. */
   seed?: number;
+  /**
+   * The sampling seed of sample j of task i, instead of seed + i·G + j: an integer in [0, 2^53).
+   * The pipeline passes hashed seeds (rolloutSeeds in src/rl/seeds.ts), so that no two samples of
+   * a run share one.
+   */
+  sampleSeed?: (task: number, sample: number) => number;
+  /**
+   * The call's name in its records' advantage groups (RolloutRecord.group is `<group>:<i>` for
+   * task i; default the base seed), so that the tasks of two calls never share a group.
+   */
+  group?: string;
   maxTurns?: number;
   /** Tokens generated per turn at most (default 512). */
   maxTokensPerTurn?: number;
@@ -161,6 +172,17 @@ export async function runRollouts(o: RolloutOptions): Promise<RolloutRecord[]> {
   if (typeof turnPenaltyThreshold !== 'number' || !Number.isFinite(turnPenaltyThreshold) || turnPenaltyThreshold < 0)
     throw invalidArgument('turnPenaltyThreshold', 'a number >= 0', turnPenaltyThreshold);
   if (o.evaluationRetries !== undefined) checkInteger('evaluationRetries', o.evaluationRetries, 0, 100);
+  if (o.sampleSeed !== undefined && typeof o.sampleSeed !== 'function')
+    throw invalidArgument('sampleSeed', 'a function (task, sample) => seed', o.sampleSeed);
+  if (o.group !== undefined && typeof o.group !== 'string') throw invalidArgument('group', 'a string', o.group);
+  const seedOf = (i: number, j: number): number => {
+    if (o.sampleSeed === undefined) return (o.seed ?? 0) + i * G + j;
+    const seed = o.sampleSeed(i, j);
+    if (!Number.isSafeInteger(seed) || seed < 0)
+      throw invalidArgument('sampleSeed(task, sample)', 'an integer in [0, 2^53)', seed);
+    return seed;
+  };
+  const groupName = o.group ?? String(o.seed ?? 0);
   const imEnd = o.tokenizer.tokenToId('<|im_end|>');
   if (imEnd === undefined) throw invalidArgument('tokenizer', 'a ChatML tokenizer (with <|im_end|>)', 'none');
   const open = () => (o.engine as { openSession(): SessionLike }).openSession();
@@ -170,6 +192,8 @@ export async function runRollouts(o: RolloutOptions): Promise<RolloutRecord[]> {
     ? (job) => pool.run(job)
     : async <K extends TextJob['op']>(job: TextJob & { op: K }) => runTextJob<K>(o.tokenizer, job);
   const jobs = o.tasks.flatMap((task, i) => Array.from({ length: G }, (_, j) => ({ task, i, j })));
+  // Every seed before any episode runs: a bad one is refused with nothing started.
+  const seeds = jobs.map(({ i, j }) => seedOf(i, j));
   const out: RolloutRecord[] = new Array(jobs.length);
   let next = 0;
   // The first fatal error; it stops new episodes and aborts the ones in flight.
@@ -182,13 +206,13 @@ export async function runRollouts(o: RolloutOptions): Promise<RolloutRecord[]> {
       const { task, i, j } = jobs[k] as (typeof jobs)[number];
       try {
         const r = await episode(o, text, task, j, groups[i] as PromptGroup, abort.signal, {
-          seed: (o.seed ?? 0) + i * G + j,
+          seed: seeds[k] as number,
           imEnd,
           maxTokensPerTurn,
           maxContextTokens,
           maxTurns,
           turnPenaltyThreshold,
-          group: `${o.seed ?? 0}:${i}`,
+          group: `${groupName}:${i}`,
         });
         out[k] = r;
         if (fatal === null) o.onRecord?.(r);
