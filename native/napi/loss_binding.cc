@@ -27,6 +27,13 @@ double numberField(Napi::Object o, const char* name) {
   return v.As<Napi::Number>().DoubleValue();
 }
 
+// The logit scale at info[i] (1 / temperature), 1 when absent.
+float invTemperatureArg(const Napi::CallbackInfo& info, size_t i) {
+  if (info.Length() <= i || info[i].IsUndefined() || info[i].IsNull()) return 1.0f;
+  require(info.Env(), info[i].IsNumber(), "invTemperature must be a number");
+  return static_cast<float>(info[i].As<Napi::Number>().DoubleValue());
+}
+
 // Common arguments: logits, vocab, targets, ...; returns T after checking shapes.
 size_t tokenCount(const Napi::CallbackInfo& info, Napi::Float32Array logits, size_t vocab, Napi::Int32Array targets) {
   require(info.Env(), vocab >= 1, "vocab must be >= 1");
@@ -90,6 +97,7 @@ PolicyLossConfig parsePolicyLossConfig(Napi::Object c) {
   cfg.klCoef = static_cast<float>(numberField(c, "klCoef"));
   cfg.entropyCoef = static_cast<float>(numberField(c, "entropyCoef"));
   cfg.tisCap = static_cast<float>(numberField(c, "tisCap"));
+  cfg.invTemperature = static_cast<float>(numberField(c, "invTemperature"));
   require(c.Env(), c.Get("agg").IsString(), "config.agg must be a string");
   cfg.agg = parseLossAgg(c.Get("agg").As<Napi::String>().Utf8Value());
   return cfg;
@@ -122,7 +130,7 @@ Napi::Value PolicyLoss(const Napi::CallbackInfo& info) {
   });
 }
 
-// sftLoss(logits, vocab, targets, mask, gradLogits?) -> { loss, gradLogits, logprobs }
+// sftLoss(logits, vocab, targets, mask, gradLogits?, invTemperature?) -> { loss, gradLogits, logprobs }
 Napi::Value SftLoss(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&]() -> Napi::Value {
@@ -134,8 +142,8 @@ Napi::Value SftLoss(const Napi::CallbackInfo& info) {
     require(env, mask != nullptr, "mask is required");
     Napi::Float32Array grad = gradBuffer(info, 4, T * static_cast<size_t>(vocab));
     Napi::Float32Array logprobs = Napi::Float32Array::New(env, T);
-    const double loss =
-        sftLoss(logits.Data(), T, static_cast<size_t>(vocab), targets.Data(), mask, grad.Data(), logprobs.Data());
+    const double loss = sftLoss(logits.Data(), T, static_cast<size_t>(vocab), targets.Data(), mask, grad.Data(),
+                                logprobs.Data(), invTemperatureArg(info, 5));
     return resultObject(env, loss, grad, logprobs);
   });
 }
@@ -200,7 +208,8 @@ Napi::Value PolicyLossFused(const Napi::CallbackInfo& info) {
   });
 }
 
-// sftLossFused(hidden, weight, hiddenSize, vocab, targets, mask, chunkTokens, gradHidden?, gradWeight?)
+// sftLossFused(hidden, weight, hiddenSize, vocab, targets, mask, chunkTokens, gradHidden?, gradWeight?,
+//              invTemperature?)
 Napi::Value SftLossFused(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&]() -> Napi::Value {
@@ -209,7 +218,7 @@ Napi::Value SftLossFused(const Napi::CallbackInfo& info) {
     const LmHead h = readLmHead(info, T, 6);
     const float* mask = optionalFloats(info, 5, "mask", T);
     require(env, mask != nullptr, "mask is required");
-    TokenLoss loss(T, h.vocab, targets.Data(), mask);
+    TokenLoss loss(T, h.vocab, targets.Data(), mask, invTemperatureArg(info, 9));
     return fusedResult(info, 7, h, loss);
   });
 }

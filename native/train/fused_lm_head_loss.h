@@ -3,7 +3,9 @@
 // dW [V, H] (accumulated: dW += ...) without ever holding more than one chunk of logits
 // [chunk, V]. Per chunk of tokens: logits = X_c·Wᵀ, the loss rows turn them into their gradient
 // in place, dX_c = G·W, dW += Gᵀ·X_c. The loss, logprobs and gradients equal those of the
-// unfused path on the same logits.
+// unfused path on the same logits. The loss's logit scale s (PolicyLossConfig::invTemperature, or
+// the SFT constructor's) applies to these logits: the loss is of softmax(s · X·Wᵀ) and G already
+// carries the chain-rule factor s, so dX and dW do too.
 #pragma once
 
 #include <cstddef>

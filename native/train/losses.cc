@@ -4,11 +4,15 @@
 // (2) sequentially, in token order: the aggregation weights, each token's loss term and its
 // coefficients d loss / d logp and d loss / d H; (3) per row, in parallel: the gradient
 //   d loss / d x_j = c·(δ_j,target − p_j) + e·p_j·(log p_j + H)     (c = dL/dlogp, e = −dL/dH)
-// written directly into gradLogits.
+// written directly into gradLogits. With a logit scale s ≠ 1 (processScaledRows) the rows are
+// those of s·x: step (1) uses the sampler's statistics at temperature 1/s (scaledRowStats), and
+// step (3) writes s times the gradient above, with p and log p those of softmax(s·x).
 #include "train/losses.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <limits>
 #include <unordered_map>
 #include <vector>
 
@@ -79,6 +83,56 @@ std::vector<double> aggWeights(const float* mask, const int32_t* seqIds, size_t 
 
 double clampd(double x, double lo, double hi) { return x < lo ? lo : (x > hi ? hi : x); }
 
+void checkInvTemperature(float s) {
+  SWERL_CHECK(std::isfinite(s) && s > 0, InvalidArgument,
+              "invTemperature (the logit scale, 1 / temperature) must be a finite number > 0");
+}
+
+// Softmax statistics of s·x (s ≠ 1) for one row.
+struct ScaledRowStats {
+  float max;       // M = max_j x_j
+  double sumExp;   // Z = Σ_j exp((x_j − M)·s)
+  double sumExpX;  // Σ_j exp((x_j − M)·s)·(x_j − M)·s
+  bool finite;     // every x_j is finite
+};
+
+// The sampler's arithmetic at temperature 1/s (sampleTemperatureOnly in kernels/cpu/sampler.cc),
+// so that (x_tok − M)·s − log Z is bitwise its logprob: per kRowChunk chunk c with max m_c (from
+// rowChunkStats), e_j = exp((x_j − m_c)·s) and S_c = Σ e_j from rowExpScaled; then, in chunk order,
+// Z = Σ_c S_c·exp((m_c − M)·s). For the entropy, q_c = Σ e_j·(x_j − m_c)·s (f64, element order) and
+// sumExpX = Σ_c exp((m_c − M)·s)·(q_c + S_c·(m_c − M)·s). With expOut, writes e_j there and m_c to
+// chunkMax[c]; expOut may be x (each chunk is written after it is read).
+ScaledRowStats scaledRowStats(const float* x, size_t n, float s, float* expOut, float* chunkMax) {
+  const size_t chunks = (n + kRowChunk - 1) / kRowChunk;
+  thread_local std::vector<RowChunkStats> st;
+  thread_local std::vector<double> sums, qs;
+  thread_local std::vector<float> e;
+  st.assign(chunks, RowChunkStats{});
+  sums.assign(chunks, 0.0);
+  qs.assign(chunks, 0.0);
+  e.resize(kRowChunk);
+  ScaledRowStats r{-std::numeric_limits<float>::infinity(), 0, 0, true};
+  for (size_t c = 0; c < chunks; ++c) {
+    const size_t off = c * kRowChunk, len = std::min(kRowChunk, n - off);
+    st[c] = rowChunkStats(x + off, len, nullptr);
+    r.finite = r.finite && st[c].finite;
+    if (!r.finite) return r;  // refused: NON_FINITE_LOGITS
+    sums[c] = rowExpScaled(x + off, len, st[c].max, s, e.data());
+    double q = 0;
+    for (size_t j = 0; j < len; ++j) q += static_cast<double>(e[j]) * ((x[off + j] - st[c].max) * s);
+    qs[c] = q;
+    if (expOut) std::copy(e.begin(), e.begin() + static_cast<std::ptrdiff_t>(len), expOut + off);
+    if (chunkMax) chunkMax[c] = st[c].max;
+    r.max = st[c].max > r.max ? st[c].max : r.max;
+  }
+  for (size_t c = 0; c < chunks; ++c) {
+    const double shift = (static_cast<double>(st[c].max) - r.max) * s, f = std::exp(shift);
+    r.sumExp += sums[c] * f;
+    r.sumExpX += f * (qs[c] + sums[c] * shift);
+  }
+  return r;
+}
+
 }  // namespace
 
 TokenLoss::TokenLoss(const PolicyLossInputs& in, const PolicyLossConfig& cfg) : in_(in), cfg_(cfg), sft_(false) {
@@ -89,11 +143,15 @@ TokenLoss::TokenLoss(const PolicyLossInputs& in, const PolicyLossConfig& cfg) : 
   for (size_t t = 0; t < T; ++t)
     SWERL_CHECK(std::isfinite(in.advantages[t]) && std::isfinite(in.oldLogprobs[t]), InvalidArgument,
                 "advantages[" + std::to_string(t) + "] and oldLogprobs[" + std::to_string(t) + "] must be finite");
+  checkInvTemperature(cfg.invTemperature);
+  invT_ = cfg.invTemperature;
   weights_ = aggWeights(in.mask, in.seqIds, T, cfg.agg, cfg.normLength);
 }
 
-TokenLoss::TokenLoss(size_t tokens, size_t vocab, const int32_t* targets, const float* mask) : sft_(true) {
+TokenLoss::TokenLoss(size_t tokens, size_t vocab, const int32_t* targets, const float* mask, float invTemperature)
+    : sft_(true), invT_(invTemperature) {
   checkInputs(tokens, vocab, targets, mask);
+  checkInvTemperature(invTemperature);
   in_ = PolicyLossInputs{};
   in_.tokens = tokens;
   in_.vocab = vocab;
@@ -103,6 +161,7 @@ TokenLoss::TokenLoss(size_t tokens, size_t vocab, const int32_t* targets, const 
 }
 
 void TokenLoss::processRows(const float* logits, size_t t0, size_t n, float* grad, float* logprobs) {
+  if (invT_ != 1.0f) return processScaledRows(logits, t0, n, grad, logprobs);
   const size_t V = in_.vocab;
   // Pass 1 keeps exp(x − max) in the gradient rows, so pass 2 needs no exp. Pass 2 also needs x
   // for the entropy term, so an in-place call with an entropy bonus recomputes instead.
@@ -122,17 +181,10 @@ void TokenLoss::processRows(const float* logits, size_t t0, size_t n, float* gra
       return;
     }
     const double lse = st.lse();
-    info[i] = RowInfo{lse, st.entropy(), static_cast<double>(target) - lse, st.sumExp};
+    info[i] = RowInfo{lse, st.entropy(), static_cast<double>(target) - lse, st.sumExp, st.max};
   });
-  for (size_t i = 0; i < n; ++i)
-    SWERL_CHECK(finite[i], NonFiniteLogits,
-                "logits row " + std::to_string(t0 + i) + " contains NaN or ±Inf; check the model's numerics");
-  // Sequential, in token order: loss terms and gradient coefficients.
-  std::vector<double> c(n, 0.0), e(n, 0.0);
-  for (size_t i = 0; i < n; ++i) {
-    logprobs[t0 + i] = static_cast<float>(info[i].logp);
-    tokenTerm(t0 + i, info[i], c[i], e[i]);
-  }
+  std::vector<double> c, e;
+  rowTerms(t0, n, info, finite, logprobs, c, e);
   // Pass 2 (parallel): gradient rows, possibly in place of the logits.
   parallelFor(n, V, kMinLogitsPerTask, [&](size_t i) {
     float* g = grad + i * V;
@@ -153,6 +205,75 @@ void TokenLoss::processRows(const float* logits, size_t t0, size_t n, float* gra
     } else
       rowSoftmaxGrad(logits + i * V, V, info[i].lse, a, b, g);
     g[in_.targets[t0 + i]] += static_cast<float>(c[i]);
+  });
+}
+
+void TokenLoss::rowTerms(size_t t0, size_t n, const std::vector<RowInfo>& info, const std::vector<char>& finite,
+                         float* logprobs, std::vector<double>& c, std::vector<double>& e) {
+  for (size_t i = 0; i < n; ++i)
+    SWERL_CHECK(finite[i], NonFiniteLogits,
+                "logits row " + std::to_string(t0 + i) + " contains NaN or ±Inf; check the model's numerics");
+  // Sequential, in token order: loss terms and gradient coefficients.
+  c.assign(n, 0.0);
+  e.assign(n, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    logprobs[t0 + i] = static_cast<float>(info[i].logp);
+    tokenTerm(t0 + i, info[i], c[i], e[i]);
+  }
+}
+
+void TokenLoss::processScaledRows(const float* logits, size_t t0, size_t n, float* grad, float* logprobs) {
+  const size_t V = in_.vocab;
+  const float s = invT_;
+  // As processRows: keep the exps (here of s·x, relative to their chunk's max) unless pass 2 needs
+  // x in place for the entropy term.
+  const bool keepExp = sft_ || cfg_.entropyCoef == 0 || grad != logits;
+  const size_t chunks = (V + kRowChunk - 1) / kRowChunk;
+  std::vector<float> chunkMax(keepExp ? n * chunks : 0);
+  std::vector<RowInfo> info(n);
+  std::vector<char> finite(n, 1);
+  parallelFor(n, V, kMinLogitsPerTask, [&](size_t i) {
+    const float* row = logits + i * V;
+    const float target = row[in_.targets[t0 + i]];  // before the row may be overwritten
+    const ScaledRowStats st =
+        scaledRowStats(row, V, s, keepExp ? grad + i * V : nullptr, keepExp ? &chunkMax[i * chunks] : nullptr);
+    if (!st.finite) {
+      finite[i] = 0;
+      return;
+    }
+    const double logZ = std::log(st.sumExp);
+    // logp in the sampler's order: (x_target − M)·s − log Z.
+    info[i] = RowInfo{static_cast<double>(st.max) * s + logZ, logZ - st.sumExpX / st.sumExp,
+                      (static_cast<double>(target) - st.max) * s - logZ, st.sumExp, st.max};
+  });
+  std::vector<double> c, e;
+  rowTerms(t0, n, info, finite, logprobs, c, e);
+  // Pass 2 (parallel): g_j = s·(p_j·(−c + e·H) + e·p_j·log p_j), plus s·c at the target, with
+  // log p_j = s·x_j − lse = s·(x_j − L), L = lse / s.
+  parallelFor(n, V, kMinLogitsPerTask, [&](size_t i) {
+    float* g = grad + i * V;
+    if (c[i] == 0 && e[i] == 0) {
+      std::fill(g, g + V, 0.0f);
+      return;
+    }
+    const RowInfo& r = info[i];
+    const float a = static_cast<float>(s * (-c[i] + e[i] * r.entropy)), b = static_cast<float>(s * e[i]);
+    if (keepExp) {
+      // p_j = e_j · exp((m_c − M)·s − log Z) for the exps of chunk c
+      const double logZ = std::log(r.sumExp);
+      const float L = static_cast<float>(r.max + logZ / s);
+      for (size_t c = 0; c < chunks; ++c) {
+        const size_t off = c * kRowChunk, len = std::min(kRowChunk, V - off);
+        const float scale =
+            static_cast<float>(std::exp((static_cast<double>(chunkMax[i * chunks + c]) - r.max) * s - logZ));
+        rowScaleGrad(g + off, b != 0 ? logits + i * V + off : nullptr, len, scale, a, b * s, L, g + off);
+      }
+    } else {
+      // In place (g is the row) with an entropy bonus: the kernel of processRows on s·x.
+      for (size_t j = 0; j < V; ++j) g[j] *= s;
+      rowSoftmaxGrad(g, V, r.lse, a, b, g);
+    }
+    g[in_.targets[t0 + i]] += static_cast<float>(s * c[i]);
   });
 }
 
@@ -221,8 +342,8 @@ PolicyLossResult policyLoss(const PolicyLossInputs& in, const PolicyLossConfig& 
 }
 
 double sftLoss(const float* logits, size_t T, size_t V, const int32_t* targets, const float* mask, float* gradLogits,
-               float* logprobs) {
-  TokenLoss loss(T, V, targets, mask);
+               float* logprobs, float invTemperature) {
+  TokenLoss loss(T, V, targets, mask, invTemperature);
   loss.processRows(logits, 0, T, gradLogits, logprobs);
   return loss.result().loss;
 }

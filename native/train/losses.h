@@ -4,6 +4,12 @@
 // softmax tensor is stored. Rows run in parallel and every reduction has a fixed order, so
 // results do not depend on the thread count.
 //
+// Temperature: with a logit scale s = invTemperature ≠ 1 the loss is that of softmax(s · x), as
+// verl divides the actor's logits by the rollout temperature; logprobs, entropy and KL are of that
+// distribution and the gradient written is d loss / d x (the chain-rule factor s included). Its
+// row statistics use the sampler's arithmetic at temperature 1/s (kernels/cpu/sampler.cc), so the
+// logprobs are bitwise the engine's. With s == 1 nothing is scaled: the arithmetic is unchanged.
+//
 // Shapes: logits [T, V] f32 row-major; per-token arrays [T]; gradLogits [T, V].
 #pragma once
 
@@ -24,6 +30,7 @@ struct PolicyLossConfig {
   LossAgg agg = LossAgg::TokenMean;
   double normLength = 0;
   float klCoef = 0, entropyCoef = 0, tisCap = 0;
+  float invTemperature = 1;  // logit scale s (1 / the rollout temperature, as the sampler's 1.0f / T); > 0
 };
 
 struct PolicyLossInputs {
@@ -50,8 +57,9 @@ struct PolicyLossResult {
  */
 class TokenLoss {
  public:
-  TokenLoss(const PolicyLossInputs& in, const PolicyLossConfig& cfg);                 // policy loss (in.logits unused)
-  TokenLoss(size_t tokens, size_t vocab, const int32_t* targets, const float* mask);  // SFT
+  TokenLoss(const PolicyLossInputs& in, const PolicyLossConfig& cfg);  // policy loss (in.logits unused)
+  TokenLoss(size_t tokens, size_t vocab, const int32_t* targets, const float* mask,
+            float invTemperature = 1);  // SFT
   void processRows(const float* logits, size_t t0, size_t n, float* grad, float* logprobs);
   PolicyLossResult result() const;
   /**
@@ -62,23 +70,32 @@ class TokenLoss {
 
  private:
   struct RowInfo {
-    double lse, entropy, logp, sumExp;
+    double lse, entropy, logp, sumExp;  // of softmax(s·x); sumExp: Σ exp((x − max)·s)
+    float max;                          // max_j x_j
   };
   void tokenTerm(size_t t, const RowInfo& info, double& c, double& e);
+  void processScaledRows(const float* logits, size_t t0, size_t n, float* grad, float* logprobs);
+  // Checks the rows' finiteness, writes their logprobs and works out their coefficients c, e in order.
+  void rowTerms(size_t t0, size_t n, const std::vector<RowInfo>& info, const std::vector<char>& finite, float* logprobs,
+                std::vector<double>& c, std::vector<double>& e);
 
   PolicyLossInputs in_{};
   PolicyLossConfig cfg_{};
   bool sft_;
   std::vector<double> weights_;
   double loss_ = 0, maskSum_ = 0, entropySum_ = 0, clipLow_ = 0, clipHigh_ = 0, gradScale_ = 1;
+  float invT_ = 1;  // the logit scale s
 };
 
 /** Writes gradLogits [T, V] and logprobs [T]; throws INVALID_ARGUMENT / NON_FINITE_LOGITS first. */
 PolicyLossResult policyLoss(const PolicyLossInputs& in, const PolicyLossConfig& cfg, float* gradLogits,
                             float* logprobs);
 
-/** Masked mean cross-entropy −Σ m·logp / Σ m; writes gradLogits and logprobs; returns the loss. */
+/**
+ * Masked mean cross-entropy −Σ m·logp / Σ m of softmax(invTemperature · logits); writes gradLogits
+ * and logprobs; returns the loss.
+ */
 double sftLoss(const float* logits, size_t tokens, size_t vocab, const int32_t* targets, const float* mask,
-               float* gradLogits, float* logprobs);
+               float* gradLogits, float* logprobs, float invTemperature = 1);
 
 }  // namespace swerl
