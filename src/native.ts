@@ -74,6 +74,8 @@ export interface NativePolicyLossConfig {
   klCoef: number;
   entropyCoef: number;
   tisCap: number;
+  /** The logit scale 1 / temperature, as the sampler's f32 1.0f / T (1: unscaled, bitwise as before). */
+  invTemperature: number;
 }
 
 /** The policy loss's statistics, in every policy-loss result. */
@@ -192,6 +194,7 @@ export interface NativeBinding {
     chunkTokens: number,
     gradHidden?: Float32Array,
     gradWeight?: Float32Array,
+    invTemperature?: number,
   ): { loss: number; gradHidden: Float32Array; gradWeight: Float32Array; logprobs: Float32Array };
   /** C [M, N] = a [M, K] · b ([K, N], or [N, K] when bTransposed). */
   gemm(
@@ -227,6 +230,7 @@ export interface NativeBinding {
     targets: Int32Array,
     mask: Float32Array,
     gradLogits?: Float32Array,
+    invTemperature?: number,
   ): { loss: number; gradLogits: Float32Array; logprobs: Float32Array };
 }
 

@@ -2,7 +2,8 @@
  * Token losses over logits rows, exact to verl's math (DESIGN.md section 6): the PPO-clip policy
  * loss with DAPO's asymmetric clip, dual clip, loss aggregation modes, k3 KL, entropy bonus and
  * truncated importance sampling; and masked cross-entropy for SFT/RFT. Native, multi-threaded,
- * two reads of each row, the gradient written directly.
+ * two reads of each row, the gradient written directly. A temperature T scales the logits by 1 / T
+ * first (verl's actor temperature), with the engine's arithmetic for bitwise equal logprobs.
  */
 import { invalidArgument } from '../errors.js';
 import { type NativePolicyLossConfig, native } from '../native.js';
@@ -29,6 +30,15 @@ export interface PolicyLossConfig {
   entropyCoef?: number;
   /** Truncated importance sampling cap on exp(old − rollout) logprobs (default 0 = off). */
   tisCap?: number;
+  /**
+   * The rollout temperature T (default 1; a finite number > 0): the loss is that of
+   * softmax(logits / T), as verl divides the actor's logits by the rollout temperature. The
+   * logprobs, entropy, ratios and KL are of that distribution and the gradient is with respect to
+   * the unscaled logits (the chain-rule factor 1 / T included). The logits are scaled by the f32
+   * 1 / T and the row statistics follow the engine's sampler, so the logprobs are bitwise the
+   * engine's at temperature T (without top-k/top-p/min-p or penalties). At 1 nothing is scaled.
+   */
+  temperature?: number;
 }
 
 /** Inputs of {@link policyLoss}: row t of logits [T, vocab] scores targets[t]. */
@@ -69,6 +79,16 @@ export interface LossOutput {
   gradLogits?: Float32Array;
 }
 
+/** The logits' temperature of the SFT losses ({@link sftLoss}, {@link sftLossFused}). */
+export interface LossTemperature {
+  /**
+   * The loss is of softmax(logits / temperature) (default 1; a finite number > 0), as
+   * {@link PolicyLossConfig.temperature}; `sequenceLogprobs` uses it for reference logprobs at
+   * the rollout temperature.
+   */
+  temperature?: number;
+}
+
 /** Result of {@link sftLoss}. */
 export interface SftLossResult {
   loss: number;
@@ -81,7 +101,8 @@ const AGGREGATIONS = ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum',
 /**
  * The policy-gradient loss: per token ℓ = max(−A·r, −A·clip(r, 1−clipLow, 1+clipHigh)),
  * r = exp(clamp(logp − old, ±20)), with dual clip min(ℓ, −A·c) for A < 0, times the TIS weight;
- * aggregated by `agg`, plus klCoef·agg(k3) minus entropyCoef·agg(H). Errors: INVALID_ARGUMENT
+ * aggregated by `agg`, plus klCoef·agg(k3) minus entropyCoef·agg(H), all of
+ * softmax(logits / `cfg.temperature`). Errors: INVALID_ARGUMENT
  * for shapes, targets or options; NON_FINITE_LOGITS for NaN or ±Inf logits.
  */
 export function policyLoss(a: PolicyLossInputs, cfg: PolicyLossConfig = {}, out: LossOutput = {}): PolicyLossResult {
@@ -176,13 +197,17 @@ export function policyLossFused(
   );
 }
 
-/** {@link sftLoss} fused with the LM head (see {@link policyLossFused}). */
+/**
+ * {@link sftLoss} fused with the LM head (see {@link policyLossFused}); `temperature` scales its
+ * logits as {@link PolicyLossConfig.temperature}.
+ */
 export function sftLossFused(
-  a: LmHeadInputs & { mask: Float32Array },
+  a: LmHeadInputs & { mask: Float32Array } & LossTemperature,
   options: FusedLossOptions = {},
 ): FusedSftLossResult {
   const o = checkObject('inputs', a);
   const T = checkLmHead(o);
+  const scale = invTemperature('temperature', o.temperature ?? 1);
   return native().sftLossFused(
     o.hidden as Float32Array,
     o.weight as Float32Array,
@@ -191,6 +216,7 @@ export function sftLossFused(
     o.targets as Int32Array,
     requiredFloats(o, 'mask', T),
     ...fusedOptions(options, T, o.hiddenSize as number, o.vocab as number),
+    scale,
   );
 }
 
@@ -222,19 +248,24 @@ function fusedOptions(
   ];
 }
 
-/** Masked mean cross-entropy −Σ m·logp / Σ m (0 when Σ m = 0), its gradient and the logprobs. */
+/**
+ * Masked mean cross-entropy −Σ m·logp / Σ m (0 when Σ m = 0), its gradient and the logprobs, of
+ * softmax(logits / temperature) (default temperature 1).
+ */
 export function sftLoss(
-  a: { logits: Float32Array; vocab: number; targets: Int32Array; mask: Float32Array },
+  a: { logits: Float32Array; vocab: number; targets: Int32Array; mask: Float32Array } & LossTemperature,
   out: LossOutput = {},
 ): SftLossResult {
   const o = checkObject('inputs', a);
   const T = checkRows(o);
+  const scale = invTemperature('temperature', o.temperature ?? 1);
   return native().sftLoss(
     o.logits as Float32Array,
     o.vocab as number,
     o.targets as Int32Array,
     requiredFloats(o, 'mask', T),
     gradOut(out, T * (o.vocab as number)),
+    scale,
   );
 }
 
@@ -255,6 +286,7 @@ export function checkConfig(cfg: unknown): NativePolicyLossConfig {
     klCoef: checkNumber('klCoef', c.klCoef ?? 0, 0),
     entropyCoef: checkNumber('entropyCoef', c.entropyCoef ?? 0),
     tisCap: checkNumber('tisCap', c.tisCap ?? 0, 0),
+    invTemperature: invTemperature('temperature', c.temperature ?? 1),
   };
   if (config.dualClip !== 0 && config.dualClip <= 1)
     throw invalidArgument('dualClip', '0 (off) or > 1', config.dualClip);
@@ -262,6 +294,19 @@ export function checkConfig(cfg: unknown): NativePolicyLossConfig {
     throw invalidArgument('normLength', "> 0 with agg 'seq-mean-token-sum-norm'", c.normLength);
   }
   return config;
+}
+
+/**
+ * @internal The logit scale of temperature `t`: 1 / t as the engine's sampler computes it, the f32
+ * quotient 1.0f / t of t rounded to f32 (the f64 quotient of two f32 values rounded to f32 is that
+ * quotient: double rounding is exact for division since 53 ≥ 2·24 + 2). INVALID_ARGUMENT unless t
+ * is a finite number > 0 with a finite f32 reciprocal.
+ */
+export function invTemperature(name: string, t: unknown): number {
+  if (typeof t !== 'number' || !Number.isFinite(t) || t <= 0) throw invalidArgument(name, 'a finite number > 0', t);
+  const s = Math.fround(1 / Math.fround(t));
+  if (!Number.isFinite(s) || s <= 0) throw invalidArgument(name, 'a temperature with a finite, nonzero f32 1 / T', t);
+  return s;
 }
 
 function checkRows(o: Record<string, unknown>): number {

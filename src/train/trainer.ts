@@ -7,7 +7,9 @@
  * that makes the step's loss the
  * aggregation over the whole batch (DAPO's token-mean: each sample weighs its share of the
  * batch's trained tokens), then AdamW steps once. Optimizer steps update the weights in place,
- * which bumps Model.weightVersion, and an Engine over the same model re-versions its KV.
+ * which bumps Model.weightVersion, and an Engine over the same model re-versions its KV. A policy
+ * sample trains at its rollout temperature T (logits / T, as verl's actor), so that the trainer's
+ * logprobs are the engine's at T bit for bit.
  */
 import { invalidArgument } from '../errors.js';
 import { GRAD_SLOTS, type Model } from '../model/model.js';
@@ -34,9 +36,11 @@ export interface PolicySample extends TrainSample {
    */
   refLogprobs?: Float32Array;
   /**
-   * The temperature the rollout sampled at (default: the step's {@link PolicyStepOptions}
-   * temperature, else 1). The engine records logprobs of softmax(logits / T), so the trainer's
-   * must be too (verl divides the actor's logits by the rollout temperature).
+   * The temperature the rollout sampled this sample at (default: the step's
+   * {@link PolicyStepOptions.temperature}). The engine records logprobs of softmax(logits / T), so
+   * the trainer scales this sample's logits by 1 / T too (verl divides the actor's logits by the
+   * rollout temperature): its logprobs, entropy, ratios and KL are at T. Samples of one step may
+   * differ (each sample is its own micro-batch). A finite number >= 1e-5; INVALID_ARGUMENT otherwise.
    */
   temperature?: number;
 }
@@ -44,9 +48,12 @@ export interface PolicySample extends TrainSample {
 /** Options of {@link Trainer.policyStep}. */
 export interface PolicyStepOptions {
   /**
-   * The rollout temperature (default 1) for samples without their own. Only 1 trains today: the
-   * native fused LM-head loss takes no logit scale, so another value throws INVALID_ARGUMENT
-   * rather than training on temperature-1 logprobs against temperature-T ones (biased ratios).
+   * The rollout temperature T for samples without their own (default: the loss config's
+   * `temperature`, else 1; giving both with different values is INVALID_ARGUMENT). The trainer
+   * trains on softmax(logits / T): its logprobs ({@link StepMetrics.logprobs}) are bitwise the
+   * engine's at T for the same weights, when the engine sampled without top-k / top-p / min-p or
+   * penalties. A finite number >= 1e-5 (below it the engine samples greedily and reports
+   * temperature-1 logprobs); 0, negatives, NaN and ±Infinity are INVALID_ARGUMENT, changing nothing.
    */
   temperature?: number;
 }
@@ -84,7 +91,10 @@ export interface StepMetrics {
   clipFracHigh?: number;
   ratioDeviation?: number;
   kl?: number;
-  /** Per sample, the current policy's logprob of each token (the trainer's, for checks). */
+  /**
+   * Per sample, the current policy's logprob of each token (the trainer's, for checks), before the
+   * update; for a policy step, at the sample's rollout temperature.
+   */
   logprobs: Float32Array[];
   seconds: number;
 }
@@ -102,14 +112,18 @@ function rows(s: TrainSample, name: string): { tokens: Int32Array; targets: Int3
 }
 
 /**
- * A rollout temperature the trainer can match: 1. The trainer's logprobs must be those of
- * softmax(logits / T) as the engine's are, and the native fused LM-head loss has no logit scale
- * yet, so any other finite T > 0 is refused (INVALID_ARGUMENT) instead of biasing the ratios.
+ * The engine samples greedily below this temperature (vLLM's epsilon, kernels/cpu/sampler.cc), and
+ * then reports temperature-1 logprobs: no rollout the trainer could match was sampled at T < this.
+ */
+const MIN_TEMPERATURE = 1e-5;
+
+/**
+ * A rollout temperature the trainer can match: a finite T >= 1e-5 (INVALID_ARGUMENT otherwise).
+ * The loss scales the logits by 1 / T as the engine's sampler does (see {@link PolicyStepOptions}).
  */
 function checkTemperature(name: string, t: unknown): number {
-  if (typeof t !== 'number' || !Number.isFinite(t) || t <= 0) throw invalidArgument(name, 'a finite number > 0', t);
-  if (t !== 1)
-    throw invalidArgument(name, '1 (the native fused LM-head loss takes no logit scale for another temperature)', t);
+  if (typeof t !== 'number' || !Number.isFinite(t) || t < MIN_TEMPERATURE)
+    throw invalidArgument(name, `a finite number >= ${MIN_TEMPERATURE} (the rollout temperature)`, t);
   return t;
 }
 
@@ -226,8 +240,9 @@ export class Trainer {
    * One policy-gradient step (PPO-clip / DAPO per `cfg`): each sample's advantage and behaviour
    * logprobs, aggregated over the batch by `cfg.agg` (token-mean by default). Like
    * {@link Trainer.sftStep}, a batch with no trained token throws INVALID_ARGUMENT, untouched.
-   * The rollout temperature (`o.temperature` or each sample's) must be 1: see
-   * {@link PolicyStepOptions.temperature}.
+   * Each sample trains at its rollout temperature (its own `temperature`, else `o.temperature`,
+   * else `cfg.temperature`, else 1): the logits are divided by it, as verl's actor does, so the
+   * step's logprobs are the engine's at that temperature (see {@link PolicyStepOptions.temperature}).
    */
   async policyStep(
     samples: PolicySample[],
@@ -236,10 +251,17 @@ export class Trainer {
   ): Promise<StepMetrics> {
     const t0 = performance.now();
     const agg = cfg.agg ?? 'token-mean';
-    const stepT = checkTemperature('temperature', o?.temperature ?? 1);
+    if (o?.temperature !== undefined && cfg.temperature !== undefined && o.temperature !== cfg.temperature)
+      throw invalidArgument(
+        'temperature',
+        `the loss config's temperature ${cfg.temperature} (give one of them)`,
+        o.temperature,
+      );
+    const stepT = checkTemperature('temperature', o?.temperature ?? cfg.temperature ?? 1);
     const prepared = samples.map((s, i) => {
       const r = rows(s, `samples[${i}]`);
-      checkTemperature(`samples[${i}].temperature`, s.temperature ?? stepT);
+      const temperature =
+        s.temperature === undefined ? stepT : checkTemperature(`samples[${i}].temperature`, s.temperature);
       const T = s.tokens.length;
       if (!(s.oldLogprobs instanceof Float32Array) || s.oldLogprobs.length !== T)
         throw invalidArgument(`samples[${i}].oldLogprobs`, `a Float32Array of ${T}`, s.oldLogprobs?.length);
@@ -254,17 +276,27 @@ export class Trainer {
       if (s.refLogprobs !== undefined && !(s.refLogprobs instanceof Float32Array && s.refLogprobs.length === T))
         throw invalidArgument(`samples[${i}].refLogprobs`, `a Float32Array of ${T}`, s.refLogprobs?.length);
       const refLogprobs = s.refLogprobs?.subarray(1);
-      return { ...r, oldLogprobs: s.oldLogprobs.subarray(1), advantages, ...(refLogprobs ? { refLogprobs } : {}) };
+      return {
+        ...r,
+        oldLogprobs: s.oldLogprobs.subarray(1),
+        advantages,
+        temperature,
+        ...(refLogprobs ? { refLogprobs } : {}),
+      };
     });
     // Each call aggregates over its own sample; this weight makes the sum the batch's aggregate.
     const weight = (n: number, N: number, S: number) => (agg === 'token-mean' ? n / N : 1 / S);
     const step = await this.#step(prepared, (p, { n, N, S, gradSlot, ownThread }) =>
-      this.model.policyBackward(p, cfg, {
-        lossScale: weight(n, N, S),
-        recompute: this.#o.recompute,
-        gradSlot,
-        ownThread,
-      }),
+      this.model.policyBackward(
+        p,
+        { ...cfg, temperature: p.temperature },
+        {
+          lossScale: weight(n, N, S),
+          recompute: this.#o.recompute,
+          gradSlot,
+          ownThread,
+        },
+      ),
     );
     const N = step.N;
     const S = step.counts.filter((n) => n > 0).length;
