@@ -2,7 +2,8 @@
  * Plain float64 references for policyLoss / sftLoss, written from the spec (DESIGN.md section 6),
  * independent of native/. Sums use Neumaier compensation; logsumexp subtracts the row maximum.
  * Inputs are read as numbers (f32 inputs are exact in f64), so a test can also feed float64 logits
- * here to check the reference gradient by finite differences.
+ * here to check the reference gradient by finite differences. A temperature T makes the loss that of
+ * softmax(logits / T): the logits are divided by T in float64 and the gradient carries 1 / T.
  */
 
 export type LossAgg = 'token-mean' | 'seq-mean-token-mean' | 'seq-mean-token-sum' | 'seq-mean-token-sum-norm';
@@ -16,6 +17,8 @@ export interface PolicyLossRefConfig {
   klCoef?: number;
   entropyCoef?: number;
   tisCap?: number;
+  /** Rollout temperature T (default 1): everything is of softmax(logits / T). */
+  temperature?: number;
 }
 
 export interface PolicyLossRefInput {
@@ -48,6 +51,8 @@ export interface SftLossRefInput {
   vocab: number;
   targets: ArrayLike<number>;
   mask: ArrayLike<number>;
+  /** Temperature T (default 1): the loss is of softmax(logits / T). */
+  temperature?: number | undefined;
 }
 
 export interface SftLossRef {
@@ -149,6 +154,18 @@ export function aggWeights(
   return w;
 }
 
+/** logits / T in float64 (the logits themselves when T is 1 or absent). */
+export function scaleLogits(logits: ArrayLike<number>, temperature: number | undefined): ArrayLike<number> {
+  if (temperature === undefined || temperature === 1) return logits;
+  return Float64Array.from(logits as ArrayLike<number>, (x) => x / temperature);
+}
+
+/** Multiplies a gradient with respect to logits / T by d(logits / T) / d logits = 1 / T, in place. */
+function chainTemperature(grad: Float64Array, temperature: number | undefined): void {
+  if (temperature === undefined || temperature === 1) return;
+  for (let i = 0; i < grad.length; i++) grad[i] = (grad[i] as number) / temperature;
+}
+
 const clamp = (x: number, lo: number, hi: number) => Math.min(Math.max(x, lo), hi);
 /** Derivative of clamp: identity inside [lo, hi] (inclusive), zero outside. */
 const dclamp = (x: number, lo: number, hi: number) => (x >= lo && x <= hi ? 1 : 0);
@@ -184,7 +201,8 @@ export function policyLossRef(a: PolicyLossRefInput, cfg: PolicyLossRefConfig = 
   const klCoef = cfg.klCoef ?? 0;
   const entropyCoef = cfg.entropyCoef ?? 0;
   const tisCap = cfg.tisCap ?? 0;
-  const { logits, vocab, targets, oldLogprobs, advantages, mask } = a;
+  const { vocab, targets, oldLogprobs, advantages, mask } = a;
+  const logits = scaleLogits(a.logits, cfg.temperature);
   const T = targets.length;
   const { lse, logp, entropy } = rowStats(logits, vocab, targets);
   const gradLogits = new Float64Array(T * vocab);
@@ -276,6 +294,7 @@ export function policyLossRef(a: PolicyLossRefInput, cfg: PolicyLossRefConfig = 
     }
   }
   const M = sumM.value;
+  chainTemperature(gradLogits, cfg.temperature);
   return {
     loss: loss.value,
     gradLogits,
@@ -289,7 +308,8 @@ export function policyLossRef(a: PolicyLossRefInput, cfg: PolicyLossRefConfig = 
 }
 
 export function sftLossRef(a: SftLossRefInput): SftLossRef {
-  const { logits, vocab, targets, mask } = a;
+  const { vocab, targets, mask } = a;
+  const logits = scaleLogits(a.logits, a.temperature);
   const T = targets.length;
   const { lse, logp, entropy } = rowStats(logits, vocab, targets);
   const gradLogits = new Float64Array(T * vocab);
@@ -307,5 +327,6 @@ export function sftLossRef(a: SftLossRefInput): SftLossRef {
     if (wt !== 0)
       rowGrad(gradLogits, logits, vocab, t, targets[t] as number, lse[t] as number, entropy[t] as number, -wt, 0);
   }
+  chainTemperature(gradLogits, a.temperature);
   return { loss: loss.value, gradLogits, logprobs: logp, lossScale: scale.value };
 }

@@ -1,5 +1,6 @@
 // The GEMM and the losses fused with the LM head: same values as the unfused path on the same
-// logits, gradients against float64 references and finite differences, batch invariance.
+// logits, gradients against float64 references and finite differences, batch invariance; at a
+// temperature T (logits scaled by 1 / T) the same, the gradients carrying the factor 1 / T.
 import { describe, expect, it } from 'vitest';
 import { policyLoss, policyLossFused, sftLoss, sftLossFused } from '../../src/index.js';
 import { native } from '../../src/native.js';
@@ -155,6 +156,61 @@ describe('fused LM-head losses', () => {
       const fd = (f(s.hidden, plus) - f(s.hidden, minus)) / (2 * h);
       expect(Math.abs(fd - (fused.gradWeight[i] as number))).toBeLessThan(2e-3 + 2e-2 * Math.abs(fd));
     }
+  });
+
+  for (const temperature of [0.7, 1.5]) {
+    for (const entropyCoef of [0, 0.01]) {
+      it(`policyLossFused at temperature ${temperature} equals the unfused loss at it (entropyCoef ${entropyCoef})`, () => {
+        const s = setup(11, 24, 300, 5);
+        const c = { ...cfg, entropyCoef, temperature };
+        const unfused = policyLoss({ ...s, logits: s.logits, vocab: s.V }, c);
+        const fused = policyLossFused({ ...s, hiddenSize: s.H, vocab: s.V }, c, { chunkTokens: 4 });
+        expect(fused.loss).toBe(unfused.loss);
+        expect(Buffer.from(fused.logprobs.buffer).equals(Buffer.from(unfused.logprobs.buffer))).toBe(true);
+        expect(fused.entropy).toBe(unfused.entropy);
+        // The scale is applied: the temperature-1 logprobs differ.
+        const plain = policyLossFused({ ...s, hiddenSize: s.H, vocab: s.V }, { ...cfg, entropyCoef });
+        expect(Buffer.from(plain.logprobs.buffer).equals(Buffer.from(fused.logprobs.buffer))).toBe(false);
+        expect(maxRelErr(fused.gradHidden, matmul64(unfused.gradLogits, s.weight, s.T, s.H, s.V, false))).toBeLessThan(
+          1e-4,
+        );
+        const gT = new Float64Array(s.V * s.T);
+        for (let t = 0; t < s.T; t++)
+          for (let v = 0; v < s.V; v++) gT[v * s.T + t] = unfused.gradLogits[t * s.V + v] as number;
+        expect(maxRelErr(fused.gradWeight, matmul64(gT, s.hidden, s.V, s.H, s.T, false))).toBeLessThan(1e-4);
+      });
+    }
+  }
+
+  it('sftLossFused at a temperature equals sftLoss at it and has finite-difference gradients', () => {
+    const s = setup(6, 8, 50, 43);
+    const temperature = 0.6;
+    const unfused = sftLoss({ logits: s.logits, vocab: s.V, targets: s.targets, mask: s.mask, temperature });
+    const fused = sftLossFused({ ...s, hiddenSize: s.H, vocab: s.V, temperature }, { chunkTokens: 4 });
+    expect(fused.loss).toBe(unfused.loss);
+    expect(Buffer.from(fused.logprobs.buffer).equals(Buffer.from(unfused.logprobs.buffer))).toBe(true);
+    const f = (hidden: Float32Array, weight: Float32Array) =>
+      sftLossFused({ ...s, hidden, weight, hiddenSize: s.H, vocab: s.V, temperature }).loss;
+    const h = 1e-2;
+    for (const i of [0, 7, 20, 47]) {
+      const plus = s.hidden.slice();
+      const minus = s.hidden.slice();
+      plus[i] = (plus[i] as number) + h;
+      minus[i] = (minus[i] as number) - h;
+      const fd = (f(plus, s.weight) - f(minus, s.weight)) / (2 * h);
+      expect(Math.abs(fd - (fused.gradHidden[i] as number))).toBeLessThan(2e-3 + 2e-2 * Math.abs(fd));
+    }
+    for (const i of [0, 33, 200, 399]) {
+      const plus = s.weight.slice();
+      const minus = s.weight.slice();
+      plus[i] = (plus[i] as number) + h;
+      minus[i] = (minus[i] as number) - h;
+      const fd = (f(s.hidden, plus) - f(s.hidden, minus)) / (2 * h);
+      expect(Math.abs(fd - (fused.gradWeight[i] as number))).toBeLessThan(2e-3 + 2e-2 * Math.abs(fd));
+    }
+    expect(errorCode(() => sftLossFused({ ...s, hiddenSize: s.H, vocab: s.V, temperature: 0 }))).toBe(
+      'INVALID_ARGUMENT',
+    );
   });
 
   it('accumulates into a given gradWeight and writes a given gradHidden', () => {

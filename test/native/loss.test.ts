@@ -5,11 +5,12 @@
  * Tolerances: values |a − b| ≤ 1e-5·max(1, |b|) (the loss also scales with Σ|w_t ℓ_t|, the size of
  * the terms it sums); gradients |g − gref| ≤ 1e-4·(max|gref| + |gref_j|) per element.
  * Ratios exp(logp − old) are built away from the kinks (clip bounds, dual clip, the ±20 and k3 clamps)
- * so that float32 and float64 always take the same branch.
+ * so that float32 and float64 always take the same branch. A temperature T scales the logits by 1 / T:
+ * against the reference as above, and bitwise against the sampler's logprobs at T.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { policyLoss, sftLoss } from '../../src/index.js';
+import { policyLoss, sample, sftLoss } from '../../src/index.js';
 import { expectSwerlError } from '../helpers/errors.js';
 import {
   type LossAgg,
@@ -18,6 +19,7 @@ import {
   policyLossRef,
   rowStats,
   type SftLossRefInput,
+  scaleLogits,
   sftLossRef,
 } from '../helpers/loss-reference.js';
 import { normal, rng } from '../helpers/random.js';
@@ -41,6 +43,7 @@ interface SftArgs {
   vocab: number;
   targets: Int32Array;
   mask: Float32Array;
+  temperature?: number;
 }
 
 const AGGS: LossAgg[] = ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum', 'seq-mean-token-sum-norm'];
@@ -787,6 +790,194 @@ describe('sftLoss', () => {
       const before = copyArgs(args);
       expectSwerlError(() => sftLoss(args), 'NON_FINITE_LOGITS');
       expectUnchanged(before, args);
+    });
+  }
+});
+
+// ---- temperature (a logit scale 1 / T) -----------------------------------------------------------
+
+describe('losses at a temperature', () => {
+  /**
+   * The case at temperature T: oldLogprobs (and the TIS and KL logprobs) moved with the scaled
+   * logprobs, so that the log-ratios stay those makePolicyCase chose, away from the kinks.
+   */
+  function atTemperature(args: PolicyArgs, T: number): PolicyArgs {
+    const { logp } = rowStats(args.logits, args.vocab, args.targets);
+    const scaled = rowStats(scaleLogits(args.logits, T), args.vocab, args.targets).logp;
+    const move = (a: Float32Array | undefined) =>
+      a && Float32Array.from(a, (v, t) => v + (scaled[t] as number) - (logp[t] as number));
+    const out: PolicyArgs = { ...args, oldLogprobs: move(args.oldLogprobs) as Float32Array };
+    if (args.refLogprobs) out.refLogprobs = move(args.refLogprobs) as Float32Array;
+    if (args.rolloutLogprobs) out.rolloutLogprobs = move(args.rolloutLogprobs) as Float32Array;
+    return out;
+  }
+
+  it('the float64 reference at a temperature has finite-difference gradients', () => {
+    let seed = 900;
+    for (const temperature of [0.7, 1.5]) {
+      for (const variant of [0, 1]) {
+        const args = atTemperature(
+          makePolicyCase({ T: 5, vocab: 7, seed: seed++, scale: 1.5, maskProb: 1, seqs: true, kl: true, tis: true }),
+          temperature,
+        );
+        args.mask.fill(1);
+        const cfg: PolicyLossRefConfig = {
+          agg: variant ? 'seq-mean-token-mean' : 'token-mean',
+          dualClip: 3,
+          klCoef: 0.3,
+          entropyCoef: variant ? 0.05 : 0,
+          tisCap: variant ? 1.5 : 0,
+          temperature,
+        };
+        const x = Float64Array.from(args.logits);
+        const ref = policyLossRef({ ...args, logits: x }, cfg);
+        let gmax = 0;
+        for (const g of ref.gradLogits) gmax = Math.max(gmax, Math.abs(g));
+        const h = 1e-5;
+        for (let i = 0; i < x.length; i++) {
+          const x0 = x[i] as number;
+          x[i] = x0 + h;
+          const lp = policyLossRef({ ...args, logits: x }, cfg).loss;
+          x[i] = x0 - h;
+          const lm = policyLossRef({ ...args, logits: x }, cfg).loss;
+          x[i] = x0;
+          const fd = (lp - lm) / (2 * h);
+          const g = ref.gradLogits[i] as number;
+          if (!(Math.abs(fd - g) <= 1e-6 * (gmax + Math.abs(g)) + 1e-9))
+            expect.fail(`T ${temperature} element ${i}: analytic ${g}, finite difference ${fd}`);
+        }
+        // The scale matters: the temperature-1 reference differs.
+        expect(policyLossRef(args, { ...cfg, temperature: 1 }).loss).not.toBeCloseTo(ref.loss, 6);
+      }
+    }
+  });
+
+  it('policyLoss matches the reference at temperatures 0.5, 0.7 and 1.5, in every aggregation mode', () => {
+    let seed = 3000;
+    for (const temperature of [0.5, 0.7, 1.5])
+      for (const agg of AGGS)
+        for (const variant of [0, 1]) {
+          const args = atTemperature(
+            makePolicyCase({ T: 24, vocab: 50, seed: seed++, seqs: true, kl: true, tis: true }),
+            temperature,
+          );
+          const cfg: PolicyLossRefConfig = {
+            agg,
+            normLength: 32,
+            dualClip: 3,
+            klCoef: variant ? 0.2 : 0,
+            entropyCoef: variant ? 0.01 : 0,
+            tisCap: variant ? 1.6 : 0,
+            temperature,
+          };
+          checkPolicy(args, cfg, `T ${temperature} ${agg} variant=${variant}`);
+        }
+  });
+
+  it('policyLoss at a temperature on a Qwen-sized vocabulary (several row chunks), also in place with an entropy bonus', () => {
+    const args = atTemperature(
+      makePolicyCase({ T: 3, vocab: 151936, seed: 4, maskProb: 1, kl: true, seqs: true }),
+      0.7,
+    );
+    const cfg: PolicyLossRefConfig = { agg: 'seq-mean-token-mean', klCoef: 0.05, entropyCoef: 0.01, temperature: 0.7 };
+    const ref = checkPolicy(args, cfg);
+    const fresh = policyLoss(args, cfg as PolicyConfig);
+    const inPlace = args.logits.slice();
+    const r = policyLoss({ ...args, logits: inPlace }, cfg as PolicyConfig, { gradLogits: inPlace });
+    expect(r.loss).toBe(fresh.loss);
+    expect(sameBytes(r.logprobs, fresh.logprobs)).toBe(true);
+    expect(r.entropy).toBe(fresh.entropy);
+    expectGrad('in-place gradLogits', inPlace, ref.gradLogits, args.vocab);
+  });
+
+  it('sftLoss matches the reference at a temperature (fast-check)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 20 }),
+        fc.integer({ min: 1, max: 9000 }),
+        fc.integer({ min: 0, max: 0x7fffffff }),
+        fc.constantFrom(0.5, 2, 6),
+        fc.constantFrom(0.3, 0.7, 1.5, 4),
+        (T, vocab, seed, scale, temperature) => checkSft({ ...makeSftCase(T, vocab, seed, scale), temperature }),
+      ),
+      { numRuns: 60, seed: 20240613 },
+    );
+  });
+
+  it('the gradient at a temperature agrees with finite differences of the real function (float32, step 1e-2)', () => {
+    const args = atTemperature(makePolicyCase({ T: 4, vocab: 6, seed: 71, scale: 1, seqs: true, kl: true }), 0.7);
+    const cfg = { agg: 'seq-mean-token-mean', dualClip: 3, klCoef: 0.2, entropyCoef: 0.05, temperature: 0.7 } as const;
+    const g = policyLoss(args, cfg).gradLogits;
+    let gmax = 0;
+    for (const v of g) gmax = Math.max(gmax, Math.abs(v));
+    for (let i = 0; i < g.length; i++) {
+      const x0 = args.logits[i] as number;
+      const xp = Math.fround(x0 + 1e-2);
+      const xm = Math.fround(x0 - 1e-2);
+      const logits = args.logits.slice();
+      logits[i] = xp;
+      const lp = policyLoss({ ...args, logits }, cfg).loss;
+      logits[i] = xm;
+      const lm = policyLoss({ ...args, logits }, cfg).loss;
+      const fd = (lp - lm) / (xp - xm);
+      const gi = g[i] as number;
+      if (!(Math.abs(fd - gi) <= 2e-2 * Math.abs(gi) + 2e-3 * gmax + 1e-5))
+        expect.fail(`element ${i}: gradLogits ${gi}, finite difference ${fd}`);
+    }
+  });
+
+  for (const vocab of [61, 5000, 151936]) {
+    it(`logprobs equal the sampler's at the same temperature bit for bit (vocab ${vocab})`, () => {
+      const rows = 6;
+      const r = rng(vocab);
+      const logits = Float32Array.from({ length: rows * vocab }, () => 3 * normal(r));
+      for (const temperature of [0.3, 0.7, 1, 1.5, 2.5]) {
+        const s = sample(
+          logits,
+          vocab,
+          Array.from({ length: rows }, (_, i) => ({ temperature, seed: 17 + i })),
+        );
+        const mask = new Float32Array(rows).fill(1);
+        const sft = sftLoss({ logits, vocab, targets: s.tokens, mask, temperature });
+        expect(sameBytes(sft.logprobs, s.logprobs), `sftLoss at T ${temperature}`).toBe(true);
+        const pol = policyLoss(
+          { logits, vocab, targets: s.tokens, mask, oldLogprobs: s.logprobs, advantages: mask },
+          { temperature },
+        );
+        expect(sameBytes(pol.logprobs, s.logprobs), `policyLoss at T ${temperature}`).toBe(true);
+        // Without the scale they are the raw ones, which differ unless T = 1.
+        expect(sameBytes(sftLoss({ logits, vocab, targets: s.tokens, mask }).logprobs, s.logprobs)).toBe(
+          temperature === 1,
+        );
+      }
+    });
+  }
+
+  it('temperature 1 given explicitly is bitwise the default', () => {
+    const args = makePolicyCase({ T: 10, vocab: 300, seed: 5, kl: true });
+    const cfg = { klCoef: 0.1, entropyCoef: 0.01 };
+    const a = policyLoss(args, cfg);
+    const b = policyLoss(args, { ...cfg, temperature: 1 });
+    expect(b.loss).toBe(a.loss);
+    expect(b.entropy).toBe(a.entropy);
+    expect(sameBytes(b.logprobs, a.logprobs)).toBe(true);
+    expect(sameBytes(b.gradLogits, a.gradLogits)).toBe(true);
+    const sa = makeSftCase(10, 300, 6);
+    const x = sftLoss(sa);
+    const y = sftLoss({ ...sa, temperature: 1 });
+    expect(y.loss).toBe(x.loss);
+    expect(sameBytes(y.gradLogits, x.gradLogits)).toBe(true);
+  });
+
+  for (const bad of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 1e-46, '1']) {
+    it(`refuses temperature ${typeof bad === 'string' ? `'${bad}'` : bad} with INVALID_ARGUMENT, changing nothing`, () => {
+      const args = makePolicyCase({ T: 4, vocab: 6, seed: 13 });
+      const before = copyArgs(args);
+      const out = new Float32Array(args.logits.length).fill(5);
+      expectSwerlError(() => policyLoss(args, { temperature: bad as number }, { gradLogits: out }), 'INVALID_ARGUMENT');
+      expectSwerlError(() => sftLoss({ ...args, temperature: bad as number }, { gradLogits: out }), 'INVALID_ARGUMENT');
+      expectUnchanged(before, args);
+      expect(out.every((v) => v === 5)).toBe(true);
     });
   }
 });
