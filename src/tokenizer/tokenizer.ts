@@ -4,6 +4,7 @@
  * byte-level BPE tokenizers trained here for the embedded model (encoded by swerl's own BPE,
  * which @huggingface/tokenizers matches token for token on the saved tokenizer.json).
  */
+import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Template } from '@huggingface/jinja';
@@ -28,6 +29,17 @@ export const CHATML_SPECIAL_TOKENS = ['<|endoftext|>', '<|im_start|>', '<|im_end
 
 type Json = Record<string, unknown>;
 
+/**
+ * A message as {@link Tokenizer.encodeChat} takes it: a {@link ChatMessage} whose content may also
+ * be null or absent (an assistant turn with only tool_calls) or an array of parts
+ * (`{ type: 'text', text }` among them).
+ */
+export interface ChatInputMessage {
+  role: string;
+  content?: unknown;
+  [key: string]: unknown;
+}
+
 /** A tokenizer with its chat template. */
 export class Tokenizer {
   readonly #hf: HfTokenizer;
@@ -44,6 +56,8 @@ export class Tokenizer {
   } | null;
   /** @huggingface/tokenizers without the special added tokens, for `specials: false` (made when first used). */
   #hfPlain: HfTokenizer | null = null;
+  /** The special added tokens, for {@link Tokenizer.encodeChat} (made when first used). */
+  #specialTokens: { split: RegExp | null; tokens: Map<string, AddedToken> } | null = null;
 
   private constructor(json: Json, config: Json, fast: BpeModel | null) {
     this.#json = json;
@@ -247,6 +261,118 @@ export class Tokenizer {
   }
 
   /**
+   * The token ids of a chat, as the model must see it: the chat template's own text with its
+   * special tokens, each message's content as plain text (`encode(content, { specials: false })`),
+   * so that content spelling `<|im_end|>` or `<|im_start|>system` adds no turn boundary.
+   *
+   * The template is rendered with each non-empty string content (and each non-empty text part's
+   * `text`) replaced by a sentinel unique to the call; the rendering is cut at the sentinels and
+   * at the template's special tokens, and the text between two special tokens (template text and
+   * contents together) is encoded as one plain text. Content without special token strings
+   * therefore gives exactly `encode(applyChatTemplate(messages, o))`, merges across a
+   * template/content boundary included. That holds for byte-level BPE tokenizers (Qwen's, and
+   * those {@link Tokenizer.train} writes); a pre-tokenizer that depends on where a piece starts
+   * in the text (a Metaspace with `prepend_scheme: 'first'`) may differ just after a special token.
+   *
+   * A sentinel the template drops drops its content; one it repeats is substituted each time.
+   * The limit: a template that inspects or transforms content (`| trim`, `| tojson`,
+   * `.split('</think>')`, `startswith`) sees the sentinel, not the content, so such a branch goes the sentinel's way and
+   * the content is inserted untransformed. A template that breaks a sentinel apart (slicing or
+   * case-changing content) makes the call fall back to `encode(applyChatTemplate(messages, o))`,
+   * which is refused (INVALID_ARGUMENT) when a content spells a special token. Only content is
+   * protected: tool definitions, tool-call arguments and names are template text.
+   */
+  encodeChat(
+    messages: readonly ChatInputMessage[],
+    o: { addGenerationPrompt?: boolean; tools?: unknown[] } = {},
+  ): Int32Array {
+    if (!Array.isArray(messages)) throw invalidArgument('messages', 'an array of chat messages', messages);
+    const nonce = randomBytes(12).toString('hex');
+    const contents: string[] = [];
+    const sentinel = (text: string) => {
+      contents.push(text);
+      return `\uE000${nonce}:${contents.length - 1}\uE001`;
+    };
+    const masked = messages.map((m) => {
+      const c = m?.content;
+      if (typeof c === 'string') return c === '' ? m : { ...m, content: sentinel(c) };
+      if (!Array.isArray(c)) return m;
+      const parts = c.map((p) => {
+        const part = p as Json | null;
+        return part?.type === 'text' && typeof part.text === 'string' && part.text !== ''
+          ? { ...part, text: sentinel(part.text) }
+          : p;
+      });
+      return { ...m, content: parts };
+    });
+    const rendered = this.applyChatTemplate(masked as ChatMessage[], o);
+    // The odd indices hold the content numbers.
+    const cut = rendered.split(new RegExp(`\uE000${nonce}:(\\d+)\uE001`));
+    const broken = cut.some((s, i) => i % 2 === 0 && (/[\uE000\uE001]/.test(s) || s.toLowerCase().includes(nonce)));
+    if (broken) {
+      const text = this.applyChatTemplate(messages as ChatMessage[], o);
+      const specials = this.#chatSpecials().split;
+      if (specials && contents.some((c) => specials.test(c)))
+        throw new SwerlError(
+          'the chat template alters message content, so content that spells a special token cannot be kept plain text',
+          'INVALID_ARGUMENT',
+        );
+      return this.encode(text);
+    }
+    const { split, tokens } = this.#chatSpecials();
+    // Runs of plain text between the template's special tokens.
+    const pieces: (string | AddedToken)[] = [];
+    let run = '';
+    for (let i = 0; i < cut.length; i++) {
+      const s = cut[i] as string;
+      if (i % 2 === 1) {
+        run += contents[Number(s)] as string;
+        continue;
+      }
+      const parts = split ? s.split(split) : [s];
+      for (let j = 0; j < parts.length; j++) {
+        const p = parts[j] as string;
+        if (j % 2 === 0) run += p;
+        else {
+          pieces.push(run, tokens.get(p) as AddedToken);
+          run = '';
+        }
+      }
+    }
+    pieces.push(run);
+    const out: number[] = [];
+    for (let i = 0; i < pieces.length; i++) {
+      const p = pieces[i] as string | AddedToken;
+      if (typeof p !== 'string') {
+        out.push(p.id);
+        continue;
+      }
+      let text = p;
+      // Hugging Face's lstrip / rstrip: a special token takes the whitespace beside it (swerl's BPE ignores them).
+      if (!this.#fast) {
+        const before = pieces[i - 1] as AddedToken | undefined;
+        const after = pieces[i + 1] as AddedToken | undefined;
+        if (before?.rstrip) text = text.trimStart();
+        if (after?.lstrip) text = text.trimEnd();
+      }
+      if (text !== '') for (const id of this.encode(text, { specials: false })) out.push(id);
+    }
+    return Int32Array.from(out);
+  }
+
+  /** The special added tokens (those `specials: false` leaves as text) and a regex that splits at them. */
+  #chatSpecials(): { split: RegExp | null; tokens: Map<string, AddedToken> } {
+    if (this.#specialTokens === null) {
+      const special = ((this.#json.added_tokens as AddedToken[]) ?? []).filter((a) => a.special === true);
+      this.#specialTokens = {
+        split: alternation(special.map((a) => a.content)),
+        tokens: new Map(special.map((a) => [a.content, a])),
+      };
+    }
+    return this.#specialTokens;
+  }
+
+  /**
    * The parsed contents of tokenizer.json and tokenizer_config.json, as {@link Tokenizer.fromJson}
    * takes them (to make the same tokenizer on a worker thread).
    */
@@ -271,6 +397,8 @@ interface AddedToken {
   id: number;
   content: string;
   special?: boolean;
+  lstrip?: boolean;
+  rstrip?: boolean;
 }
 
 /** A regex whose one capture group matches any of `tokens` (longest first), or null for none. */
