@@ -71,6 +71,11 @@ export interface EpisodeOptions {
   format?: ActionFormat;
   /** The scaffold's prompts (default 'paper'; scaffoldPrompts). */
   prompt?: PromptStyle;
+  /**
+   * Append the prompt style's one-shot demonstration (oneShotDemonstration) to the system prompt
+   * (default false), as the paper does only to sample RFT's data from the base model.
+   */
+  oneShot?: boolean;
   /** Per-command timeout (default 60 s). */
   commandTimeoutMs?: number;
   /**
@@ -122,6 +127,8 @@ export async function runEpisode(o: EpisodeOptions): Promise<Trajectory> {
   const maxTurns = o.maxTurns ?? 40;
   const format = checkFormat(o.format ?? 'command');
   const promptStyle = checkPromptStyle(o.prompt ?? 'paper');
+  if (o.oneShot !== undefined && typeof o.oneShot !== 'boolean')
+    throw invalidArgument('oneShot', 'true or false', o.oneShot);
   const maxObs = o.maxObservationChars ?? 10_000;
   const shellMode = o.shell ?? 'per-command';
   if (shellMode !== 'per-command' && shellMode !== 'persistent')
@@ -131,7 +138,7 @@ export async function runEpisode(o: EpisodeOptions): Promise<Trajectory> {
   try {
     await installTools(sb);
     const shell = shellMode === 'persistent' ? await openEpisodeShell(sb) : null;
-    const messages: AgentMessage[] = scaffoldPrompts(promptStyle, o.task, sb.workdir);
+    const messages: AgentMessage[] = scaffoldPrompts(promptStyle, o.task, sb.workdir, { oneShot: o.oneShot === true });
     const turns: Turn[] = [];
     let finishReason: Trajectory['finishReason'] = 'max_turns';
     let patch = '';
@@ -226,7 +233,15 @@ export function turnPenalty(turns: number, maxTurns: number, threshold = 10): nu
   return (threshold - turns) / (maxTurns - threshold);
 }
 
-/** R_final = R (1 when resolved, else 0) + the turn penalty (turnPenalty). */
-export function episodeReward(resolved: boolean, turns: number, maxTurns: number, threshold = 10): number {
-  return (resolved ? 1 : 0) + turnPenalty(turns, maxTurns, threshold);
+/**
+ * R_final = R (1 when resolved, else 0) + the turn penalty (turnPenalty). A `threshold` of null
+ * turns the penalty off: the reward is R alone.
+ */
+export function episodeReward(
+  resolved: boolean,
+  turns: number,
+  maxTurns: number,
+  threshold: number | null = 10,
+): number {
+  return (resolved ? 1 : 0) + (threshold === null ? 0 : turnPenalty(turns, maxTurns, threshold));
 }

@@ -58,16 +58,132 @@ export type PromptStyle = 'paper' | 'compact';
 export const COMPACT_SYSTEM_PROMPT = `Fix the issue in the repository with shell commands (ls, cat, grep, sed, node, git) and: open <file> [<line>]; edit [--file PATH] <start>:<end> << 'EOF' (lines, then EOF); search_file <term> [<file>]; submit.
 Each response: DISCUSSION, your reasoning, then exactly one command in a \`\`\`command block.`;
 
-/** The system prompt of a prompt style. */
-export function systemPrompt(style: PromptStyle): string {
-  return style === 'compact' ? COMPACT_SYSTEM_PROMPT : SYSTEM_PROMPT;
+/**
+ * The one-shot demonstration of the 'paper' prompt (the paper's App. F.2 appends one, a worked
+ * bug fix, to the system prompt when it samples RFT's data from the base model): an off-by-one
+ * fix in the scaffold's own format, from the issue through a search, the file, the edit and a
+ * test run to submit, each response one DISCUSSION and one ```command block, each observation as
+ * the tools print it, ending in the shell prompt.
+ */
+export const ONE_SHOT_DEMONSTRATION = `Here is a demonstration of how to solve an issue, one response per turn. It is an example only: the repository you work on is a different one.
+
+--- DEMONSTRATION ---
+ISSUE: range(1, 4) returns [1, 2, 3, 4]; the end should be excluded: [1, 2, 3].
+
+DISCUSSION
+I search the repository for the definition of range.
+
+\`\`\`command
+grep -rn "function range" src
+\`\`\`
+
+src/range.js:1:export function range(start, end) {
+(Current directory: /project, current file: none) bash-$
+
+DISCUSSION
+The function is at line 1 of src/range.js. I open the file there.
+
+\`\`\`command
+open src/range.js 1
+\`\`\`
+
+[File: src/range.js (5 lines total)]
+1:export function range(start, end) {
+2:  const out = [];
+3:  for (let i = start; i <= end; i++) out.push(i);
+4:  return out;
+5:}
+(Current directory: /project, current file: src/range.js) bash-$
+
+DISCUSSION
+Line 3 loops while i <= end, so the end is included. The loop must stop before end.
+
+\`\`\`command
+edit 3:3 << 'EOF'
+  for (let i = start; i < end; i++) out.push(i);
+EOF
+\`\`\`
+
+File updated. Please review the changes and make sure they are correct (correct indentation, no duplicate lines, etc). Edit the file again if necessary.
+(Current directory: /project, current file: src/range.js) bash-$
+
+DISCUSSION
+I run the tests to confirm the fix.
+
+\`\`\`command
+node --test
+\`\`\`
+
+# pass 4
+# fail 0
+(Current directory: /project, current file: src/range.js) bash-$
+
+DISCUSSION
+The tests pass. I submit the change.
+
+\`\`\`command
+submit
+\`\`\`
+--- END OF DEMONSTRATION ---`;
+
+/** The compact prompt's one-shot demonstration: the same fix, in its shorter layout. */
+export const COMPACT_ONE_SHOT_DEMONSTRATION = `Example (another repository):
+range(1, 4) returns [1, 2, 3, 4], expected [1, 2, 3].
+DISCUSSION
+Find range.
+\`\`\`command
+grep -rn "function range" src
+\`\`\`
+src/range.js:1:export function range(start, end) {
+DISCUSSION
+Open it.
+\`\`\`command
+open src/range.js 1
+\`\`\`
+3:  for (let i = start; i <= end; i++) out.push(i);
+DISCUSSION
+<= includes end: use <.
+\`\`\`command
+edit 3:3 << 'EOF'
+  for (let i = start; i < end; i++) out.push(i);
+EOF
+\`\`\`
+DISCUSSION
+Test, then submit.
+\`\`\`command
+node --test
+\`\`\`
+# fail 0
+DISCUSSION
+Done.
+\`\`\`command
+submit
+\`\`\``;
+
+/** The one-shot demonstration of a prompt style (appended to its system prompt with `oneShot`). */
+export function oneShotDemonstration(style: PromptStyle): string {
+  return style === 'compact' ? COMPACT_ONE_SHOT_DEMONSTRATION : ONE_SHOT_DEMONSTRATION;
 }
 
-/** The conversation's first two messages for a prompt style. */
-export function scaffoldPrompts(style: PromptStyle, task: SweTask, cwd: string): [AgentMessage, AgentMessage] {
+/**
+ * The system prompt of a prompt style; with `oneShot`, the style's one-shot demonstration
+ * follows it after a blank line.
+ */
+export function systemPrompt(style: PromptStyle, o: { oneShot?: boolean } = {}): string {
+  const base = style === 'compact' ? COMPACT_SYSTEM_PROMPT : SYSTEM_PROMPT;
+  return o.oneShot ? `${base}\n\n${oneShotDemonstration(style)}` : base;
+}
+
+/** The conversation's first two messages for a prompt style (`oneShot`: see systemPrompt). */
+export function scaffoldPrompts(
+  style: PromptStyle,
+  task: SweTask,
+  cwd: string,
+  o: { oneShot?: boolean } = {},
+): [AgentMessage, AgentMessage] {
   const issue = style === 'compact' ? `${task.problem_statement}\n\n${shellPrompt(cwd, null)}` : issuePrompt(task, cwd);
   return [
-    { role: 'system', content: systemPrompt(style) },
+    { role: 'system', content: systemPrompt(style, o) },
     { role: 'user', content: issue },
   ];
 }

@@ -3,8 +3,8 @@
  * run folder's metrics.jsonl, state.json and summary.json: the run's facts (preset, start, wall
  * time, commit or version, machine), Pass@1 and Pass@k per stage, and per DAPO iteration
  * the reward, resolved share, turns, response length, entropy, clip fractions and throughput,
- * beside the SFT loss curves of the warm start and RFT, and held-out Pass@1 through RL when the
- * run validates during DAPO (eval.every), and a table of held-out Pass@1 per task repository and
+ * beside the SFT loss curves of the warm start and RFT, and validation Pass@1 through RL when the
+ * run validates during DAPO (eval.every, on the validation split), and a table of held-out Pass@1 per task repository and
  * stage when the held-out tasks come from more than one. Every chart names what it shows and its
  * axes; one of fewer than 3 points is a table (a line through 1 or 2 points says little).
  */
@@ -23,6 +23,8 @@ interface ReportState {
   done?: string[];
   elapsedSeconds?: number;
   provenance?: RunProvenance;
+  /** Tasks of the validation split. */
+  validationTasks?: number;
 }
 
 /** What the report reads of summary.json (a finished run's). */
@@ -149,6 +151,13 @@ function runFacts(config: Record<string, unknown>, state: ReportState, summary: 
   const rows: [string, string][] = [['preset', String(config.preset ?? '?')]];
   if (p) rows.push(['started', p.startedAt.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')]);
   if (wall !== undefined) rows.push(['wall time', duration(wall)]);
+  if (state.validationTasks !== undefined)
+    rows.push([
+      'validation split',
+      state.validationTasks > 0
+        ? `${count(state.validationTasks, 'task')} (DAPO's in-run validations; the test split is read only by the stage evaluations)`
+        : 'none',
+    ]);
   rows.push([
     'status',
     summary?.finished
@@ -209,10 +218,10 @@ export async function writeReport(out: string): Promise<void> {
         `<tr><td>${esc(s.name)}</td><td>${(s.pass1 * 100).toFixed(1)}%</td>${withK ? `<td>${(s.passK * 100).toFixed(1)}%</td>` : ''}<td>${s.k}</td><td>${s.tasks}</td><td>${s.errors ?? 0}</td></tr>`,
     )
     .join('');
-  // Held-out Pass@1 through RL: after RFT, at each validation (eval.every), after DAPO.
-  const heldOut = events.filter(
-    (e) => e.event === 'validation' || (e.event === 'eval' && (e.stage === 'rft' || e.stage === 'dapo')),
-  );
+  // Validation Pass@1 through RL (eval.every): on the validation split, so not on one line with
+  // the stage evaluations, which read the test split.
+  const validations = events.filter((e) => e.event === 'validation');
+  const validationTasks = state.validationTasks ?? num(validations[0]?.tasks);
   // DAPO charts: x is the iteration, named as its phase (dapo-s1-i001) where the event has one.
   const it = (y: string, title: string): ChartSpec => ({
     title,
@@ -222,15 +231,15 @@ export async function writeReport(out: string): Promise<void> {
   });
   const step = (title: string): ChartSpec => ({ title, x: 'optimizer step', y: 'loss (nats per trained token)' });
   const charts = [
-    heldOut.some((e) => e.event === 'validation')
+    validations.length > 0
       ? lineChart(
           {
-            title: 'Held-out Pass@1 through RL (RFT, validations, DAPO)',
-            x: 'evaluation',
+            title: `Validation Pass@1 through RL (${count(validationTasks, 'validation task')})`,
+            x: 'validation',
             y: 'Pass@1 (share of tasks)',
-            labels: heldOut.map((e) => String(e.phase ?? (e.event === 'eval' ? `eval-${e.stage}` : e.iteration))),
+            labels: validations.map((e) => String(e.phase ?? e.iteration)),
           },
-          [{ name: 'Pass@1', values: heldOut.map((e) => num(e.pass1)), color: '#3b6fd4' }],
+          [{ name: 'Pass@1', values: validations.map((e) => num(e.pass1)), color: '#3b6fd4' }],
         )
       : '',
     lineChart(step('Warm-start SFT loss'), [{ name: 'loss', values: loss('warmstart'), color: '#555' }]),

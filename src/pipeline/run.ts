@@ -28,6 +28,7 @@ import { Model } from '../model/model.js';
 import { EMBEDDED_MODEL_CONFIG } from '../model/presets.js';
 import { fileExists } from '../model/safetensors.js';
 import { mulberry32 } from '../random.js';
+import { curriculumFilter } from '../rl/curriculum.js';
 import { dapoIterationLr } from '../rl/loss-config.js';
 import { writeRollouts } from '../rollout/record.js';
 import { Tokenizer } from '../tokenizer/tokenizer.js';
@@ -38,6 +39,7 @@ import { checkpointName, dapoPhase, refuseOldNames, validationPhase } from './ph
 import { type RunProvenance, runProvenance } from './provenance.js';
 import { writeReport } from './report.js';
 import {
+  adamwOptions,
   copyPretrain,
   dapoIteration,
   demoSample,
@@ -72,6 +74,8 @@ export interface RunSummary {
   seed: number;
   trainTasks: number;
   testTasks: number;
+  /** Tasks of the validation split (eval.validationTasks): DAPO's in-run validations run on them. */
+  validationTasks: number;
   dapoIterations: number;
   finished: boolean;
   warnings: string[];
@@ -110,6 +114,8 @@ interface RunState {
   dapoStage?: { index: number; pool: string[]; solvedBy: Record<string, { tries: number; solved: number }> };
   /** The run's start and the latest session's commit and machine (the report's header). */
   provenance?: RunProvenance;
+  /** Tasks of the validation split: in-run validations run on these, never on the test split. */
+  validationTasks?: number;
 }
 
 const EVAL_NAMES: Record<string, string> = { 'eval-base': 'base', 'eval-rft': 'rft', 'eval-dapo': 'dapo' };
@@ -148,28 +154,39 @@ async function writeDirAtomic(dir: string, fill: (tmp: string) => Promise<void>)
   await rename(tmp, dir);
 }
 
+/** A split the run reads later: its count now, its tasks when first needed. */
+interface LaterSplit {
+  count: number;
+  tasks: Promise<SweTask[]>;
+}
+
 /**
- * The training tasks, and the held-out ones: their count, and a promise of them. Generated
- * held-out tasks are made while the demonstrations are recorded and the warm start runs (the base
- * evaluation is the first to need them), on the core those leave idle; they depend only on the
- * seed, so not on when.
+ * The training tasks, the held-out (test) ones and the validation ones: their counts, and
+ * promises of them. The test split is evaluated only at eval-base, eval-rft and eval-dapo; DAPO's
+ * in-run validations (eval.every) read the validation split. A tasks file's last `evalTasks` rows
+ * are the test split and the `eval.validationTasks` rows before them the validation split. A
+ * generated suite draws each split from its own bug sites ('train', 'validation', 'test', each
+ * with a seed of its own); its held-out splits are made while the demonstrations are recorded
+ * and the warm start runs, on the core those leave idle; they depend only on the seed, so not on
+ * when.
  */
-async function tasksFor(
-  c: PipelineConfig,
-): Promise<{ train: SweTask[]; heldOut: { count: number; tasks: Promise<SweTask[]> } }> {
+async function tasksFor(c: PipelineConfig): Promise<{ train: SweTask[]; heldOut: LaterSplit; validation: LaterSplit }> {
+  const v = c.eval.validationTasks;
   if (c.tasksFile) {
     const all = await loadTasks(c.tasksFile);
-    if (all.length <= c.evalTasks)
+    if (all.length <= c.evalTasks + v)
       throw new SwerlError(
-        `${c.tasksFile} has ${all.length} tasks; evalTasks (${c.evalTasks}) must leave some for training`,
+        `${c.tasksFile} has ${all.length} tasks; evalTasks (${c.evalTasks}) and eval.validationTasks (${v}) must leave some for training`,
         'INVALID_CONFIG',
       );
+    const test = all.length - c.evalTasks;
     return {
-      train: all.slice(0, all.length - c.evalTasks),
-      heldOut: { count: c.evalTasks, tasks: Promise.resolve(all.slice(all.length - c.evalTasks)) },
+      train: all.slice(0, test - v),
+      heldOut: { count: c.evalTasks, tasks: Promise.resolve(all.slice(test)) },
+      validation: { count: v, tasks: Promise.resolve(all.slice(test - v, test)) },
     };
   }
-  const generate = (split: 'train' | 'test', count: number, seed: number) =>
+  const generate = (split: 'train' | 'validation' | 'test', count: number, seed: number) =>
     generateMiniSweTasks({
       count,
       seed,
@@ -179,16 +196,27 @@ async function tasksFor(
       renameLocals: c.miniSwe.renameLocals,
       issue: c.miniSwe.issue,
       catalogue: c.miniSwe.catalogue,
+      distinctSites: c.miniSwe.distinctSites,
     });
   // Generated suites pass the same checks as a tasks file (loadTasks runs them on a file's rows).
+  const later = (split: 'validation' | 'test', count: number, seed: number): LaterSplit => {
+    const tasks =
+      count === 0
+        ? Promise.resolve([])
+        : generate(split, count, seed).then((t) => {
+            checkTasks(t);
+            return t;
+          });
+    tasks.catch(() => {}); // its error is thrown where it is awaited
+    return { count, tasks };
+  };
   const train = await generate('train', c.miniSwe.trainTasks, c.seed);
   checkTasks(train);
-  const test = generate('test', c.miniSwe.testTasks, c.seed + 1).then((t) => {
-    checkTasks(t);
-    return t;
-  });
-  test.catch(() => {}); // its error is thrown where it is awaited
-  return { train, heldOut: { count: c.miniSwe.testTasks, tasks: test } };
+  return {
+    train,
+    heldOut: later('test', c.miniSwe.testTasks, c.seed + 1),
+    validation: later('validation', v, c.seed + 2),
+  };
 }
 
 /** The embedded model's Hugging Face config: the preset's Qwen2 layout in the config's shape. */
@@ -291,9 +319,13 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
   const elapsed = () => prior + (performance.now() - t0) / 1000;
 
   say(`tasks: ${c.tasksFile ?? `mini-SWE (difficulty ${c.miniSwe.difficulty})`}`);
-  const { train, heldOut } = await tasksFor(c);
+  const { train, heldOut, validation } = await tasksFor(c);
   let test: SweTask[] = [];
-  say(`  ${count(train.length, 'training task')}, ${count(heldOut.count, 'held-out task')}`);
+  state.validationTasks = validation.count;
+  say(
+    `  ${count(train.length, 'training task')}, ${count(heldOut.count, 'held-out task')}` +
+      (validation.count > 0 ? `, ${count(validation.count, 'validation task')}` : ''),
+  );
   // With warmStart.demoTasks the demonstrations come from the first tasks and RL trains on the rest.
   const split = c.warmStart.demoTasks > 0 && !c.modelDir;
   if (split && c.warmStart.demoTasks >= train.length)
@@ -349,7 +381,13 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     if (c.warmStart.enabled && c.warmStart.copySteps > 0) {
       const steps = await copyPretrain(
         { model, tokenizer } as Policy,
-        { steps: c.warmStart.copySteps, batchSize: 16, lr: c.warmStart.lr, seed: c.seed * 13 + 1 },
+        {
+          steps: c.warmStart.copySteps,
+          batchSize: 16,
+          lr: c.warmStart.lr,
+          seed: c.seed * 13 + 1,
+          optimizer: c.warmStart.optimizer,
+        },
         hooks,
       );
       say(
@@ -453,10 +491,10 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     // The rate is set per iteration (dapoIterationLr), so a resume continues the schedule.
     let iterationLr = c.dapo.lr;
     const lr = () => iterationLr;
+    // AdamW as dapo.optimizer sets it (weight decay, betas, eps, gradient clipping).
+    const settings = { lr, ...adamwOptions(c.dapo.optimizer) };
     const optimizer =
-      saved && (await fileExists(saved))
-        ? await AdamW.load(model, saved, { lr, weightDecay: 0 })
-        : new AdamW(model, { lr, weightDecay: 0 });
+      saved && (await fileExists(saved)) ? await AdamW.load(model, saved, settings) : new AdamW(model, settings);
     // The KL reference: the policy as DAPO found it, kept on disk so that a resume uses the same one.
     let reference: Model | undefined;
     if (c.dapo.klCoef > 0) {
@@ -510,7 +548,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
             `turns ${metrics.turns?.toFixed(1)}  trained ${metrics.trainedSamples}/${metrics.episodes} (${metrics.droppedGroups} flat group${metrics.droppedGroups === 1 ? '' : 's'})  ` +
             (metrics.skipped
               ? 'nothing to train on: step skipped, the policy is unchanged'
-              : `entropy ${metrics.entropy?.toFixed(3)}  clip ${metrics.clipFracLow?.toFixed(3)}/${metrics.clipFracHigh?.toFixed(3)}`) +
+              : `${count(metrics.steps ?? 0, 'step')}  entropy ${metrics.entropy?.toFixed(3)}  clip ${metrics.clipFracLow?.toFixed(3)}/${metrics.clipFracHigh?.toFixed(3)}`) +
             gradingErrors(metrics.errors ?? 0),
         );
         state.done.push(phase);
@@ -519,14 +557,27 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
         await writeReport(o.out);
         await validate(si, it);
       }
-      // Between stages: drop the tasks every sample solved (easy) and those never solved.
+      // Between stages, the curriculum: drop the tasks solved at least dapo.easyTaskThreshold of
+      // the times over the stage (easy) and those never solved (out of reach).
       if (si + 1 < c.dapo.stages.length) {
-        const keep = pool.filter((t) => {
-          const e = solvedBy.get(t.instance_id);
-          return !e || (e.solved > 0 && e.solved < e.tries);
+        const f = curriculumFilter(pool, solvedBy, c.dapo.easyTaskThreshold);
+        const emptied = f.kept.length === 0;
+        if (!emptied) pool = f.kept;
+        hooks.log({
+          stage: 'dapo',
+          event: 'curriculum',
+          nextStage: si + 2,
+          kept: pool.length,
+          easy: f.easy.map((t) => t.instance_id),
+          unsolved: f.unsolved.map((t) => t.instance_id),
+          easyTaskThreshold: c.dapo.easyTaskThreshold,
+          emptied,
         });
-        if (keep.length > 0) pool = keep;
-        say(`stage ${si + 2}: ${count(pool.length, 'task')} kept (easy and never-solved ones dropped)`);
+        say(
+          `stage ${si + 2}: ${count(pool.length, 'task')} kept; dropped ${count(f.easy.length, 'easy task')} ` +
+            `(solved >= ${(c.dapo.easyTaskThreshold * 100).toFixed(0)}% of the time) and ${count(f.unsolved.length, 'never-solved task')}` +
+            (emptied ? ' (that would leave none: the pool is kept whole)' : ''),
+        );
       }
     }
     if (!done('eval-dapo')) await recordEval('eval-dapo', await evaluate(policy, test, c, 'dapo', hooks));
@@ -535,19 +586,19 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
   return finish();
 
   /**
-   * The held-out validation after DAPO iteration `it` of stage `si`, every `eval.every`
-   * iterations but the last (eval-dapo follows it). It is a phase of its own after the
-   * iteration's checkpoint, so a run killed during it validates again on resume and loses no
-   * iteration.
+   * The validation after DAPO iteration `it` of stage `si`, every `eval.every` iterations but the
+   * last (eval-dapo follows it), on the validation split: never the test split, which only the
+   * stage evaluations read. It is a phase of its own after the iteration's checkpoint, so a run
+   * killed during it validates again on resume and loses no iteration.
    */
   async function validate(si: number, it: number): Promise<void> {
     const n = c.dapo.stages.slice(0, si).reduce((a, st) => a + st.iterations, 0) + it + 1;
     const last = si === c.dapo.stages.length - 1 && it === (c.dapo.stages[si]?.iterations ?? 0) - 1;
     const phase = validationPhase(si + 1, n);
-    if (c.eval.every === 0 || n % c.eval.every !== 0 || last || done(phase)) return;
+    if (c.eval.every === 0 || n % c.eval.every !== 0 || last || done(phase) || validation.count === 0) return;
     const k = c.eval.everyK || c.eval.k;
-    const r = await evaluate(policy, test, c, 'dapo', hooks, { iteration: n, k, phase });
-    say(`${phase}: held-out ${passFigures(r.pass1, r.passK, k)}`);
+    const r = await evaluate(policy, await validation.tasks, c, 'dapo', hooks, { iteration: n, k, phase });
+    say(`${phase}: validation ${passFigures(r.pass1, r.passK, k)} (${count(r.tasks, 'validation task')})`);
     state.done.push(phase);
     await saveState();
     await writeReport(o.out);
@@ -561,6 +612,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
       seed: c.seed,
       trainTasks: train.length,
       testTasks: test.length,
+      validationTasks: validation.count,
       dapoIterations: state.dapoIterations,
       finished: true,
       warnings,

@@ -22,16 +22,17 @@ import type { Model } from '../model/model.js';
 import { mulberry32 } from '../random.js';
 import { keptGroups } from '../rl/group-filters.js';
 import { dapoLossConfig } from '../rl/loss-config.js';
+import { withSystemPrompt } from '../rl/one-shot.js';
 import { policySamples, rftSamples } from '../rl/samples.js';
 import { rolloutSeeds } from '../rl/seeds.js';
 import { conversationTokens } from '../rollout/chatml.js';
 import type { RolloutRecord } from '../rollout/record.js';
 import { runRollouts } from '../rollout/rollouts.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
-import { AdamW, warmupCosineLr } from '../train/adamw.js';
+import { AdamW, type AdamWOptions, warmupCosineLr } from '../train/adamw.js';
 import { sequenceLogprobs } from '../train/reference.js';
 import { type StepMetrics, Trainer, type TrainSample } from '../train/trainer.js';
-import { type DapoStageConfig, type PipelineConfig, promptStyleOf } from './config.js';
+import { type DapoStageConfig, type OptimizerConfig, type PipelineConfig, promptStyleOf } from './config.js';
 import { dapoPhase } from './phases.js';
 
 /** The policy being trained. */
@@ -59,6 +60,15 @@ export function shuffled<T>(xs: T[], seed: number): T[] {
     [out[i], out[j]] = [out[j] as T, out[i] as T];
   }
   return out;
+}
+
+/**
+ * AdamW's options from a config's optimizer section (weight decay, betas, eps, gradient clipping).
+ * Without one, transformers' Trainer's AdamW: weight decay 0.01, torch's betas and eps, clipping at 1.
+ */
+export function adamwOptions(o?: OptimizerConfig): Omit<AdamWOptions, 'lr' | 'resume' | 'decayAll'> {
+  if (!o) return { weightDecay: 0.01 };
+  return { weightDecay: o.weightDecay, betas: [o.beta1, o.beta2], eps: o.eps, maxGradNorm: o.maxGradNorm };
 }
 
 /** The scripted expert's trajectories on `tasks` (for the warm start), `concurrency` at a time. */
@@ -149,7 +159,7 @@ export function demoSample(t: Trajectory, tokenizer: Tokenizer): TrainSample {
  */
 export async function copyPretrain(
   p: Policy,
-  o: { steps: number; batchSize: number; lr: number; seed: number },
+  o: { steps: number; batchSize: number; lr: number; seed: number; optimizer?: OptimizerConfig },
   hooks: StageHooks,
 ): Promise<StepMetrics[]> {
   if (o.steps <= 0) return [];
@@ -171,7 +181,7 @@ export async function copyPretrain(
   };
   const opt = new AdamW(p.model, {
     lr: warmupCosineLr({ peak: o.lr, warmupSteps: Math.min(20, o.steps - 1), totalSteps: o.steps + 1 }),
-    weightDecay: 0.01,
+    ...adamwOptions(o.optimizer),
   });
   const trainer = new Trainer(p.model, { optimizer: opt });
   const out: StepMetrics[] = [];
@@ -191,7 +201,8 @@ function trainable(s: TrainSample): boolean {
 }
 
 /**
- * SFT epochs over samples (shuffled per epoch), one optimizer step per batch. `samples` may be a
+ * SFT epochs over samples (shuffled per epoch), one optimizer step per batch, with AdamW as
+ * `o.optimizer` sets it (adamwOptions). `samples` may be a
  * function of the epoch (the same number each epoch), for data that is augmented afresh per epoch.
  * With no sample that has a trained token (RFT of a policy that solved nothing) no step is taken,
  * a `skipped` event is logged and the result is empty; a batch of only untrained samples is
@@ -200,7 +211,15 @@ function trainable(s: TrainSample): boolean {
 export async function sftEpochs(
   p: Policy,
   samplesOf: TrainSample[] | ((epoch: number) => TrainSample[]),
-  o: { epochs: number; batchSize: number; lr: number; warmupRatio: number; seed: number; stage: string },
+  o: {
+    epochs: number;
+    batchSize: number;
+    lr: number;
+    warmupRatio: number;
+    seed: number;
+    stage: string;
+    optimizer?: OptimizerConfig;
+  },
   hooks: StageHooks,
 ): Promise<StepMetrics[]> {
   const epochSamples = typeof samplesOf === 'function' ? samplesOf : () => samplesOf;
@@ -225,7 +244,7 @@ export async function sftEpochs(
             totalSteps: steps,
           })
         : o.lr,
-    weightDecay: 0.01,
+    ...adamwOptions(o.optimizer),
   });
   const trainer = new Trainer(p.model, { optimizer: opt });
   const out: StepMetrics[] = [];
@@ -275,18 +294,48 @@ export interface EvalResult {
   records: RolloutRecord[];
 }
 
-function rolloutOptions(c: PipelineConfig, limits?: { maxTurns: number; maxContextTokens: number }) {
+/** The turn and context limits of a phase's episodes, and its turn penalty's threshold (null: none). */
+export interface EpisodeLimits {
+  maxTurns: number;
+  maxContextTokens: number;
+  turnPenaltyThreshold: number | null;
+}
+
+/**
+ * The limits of episodes run under a DAPO stage (`stage`), or under the episode section: the
+ * stage's turns and context, or the episode's; the turn penalty's threshold is the stage's (the
+ * dapo section's without one), null with `dapo.turnPenalty` false.
+ */
+export function episodeLimits(c: PipelineConfig, stage?: DapoStageConfig): EpisodeLimits {
   return {
-    maxTurns: limits?.maxTurns ?? c.episode.maxTurns,
+    maxTurns: stage?.maxTurns ?? c.episode.maxTurns,
+    maxContextTokens: stage?.maxContextTokens ?? c.episode.maxContextTokens,
+    turnPenaltyThreshold: c.dapo.turnPenalty ? (stage?.turnPenaltyThreshold ?? c.dapo.turnPenaltyThreshold) : null,
+  };
+}
+
+/**
+ * The limits evaluations run with (`eval.limits`): with 'last-stage' and DAPO enabled the last
+ * DAPO stage's (the paper evaluates at its final stage's context), else the episode section's.
+ * The base, RFT and DAPO evaluations and the validations all use them, so their figures compare.
+ */
+export function evalLimits(c: PipelineConfig): EpisodeLimits {
+  const last = c.eval.limits === 'last-stage' && c.dapo.enabled ? c.dapo.stages.at(-1) : undefined;
+  return episodeLimits(c, last);
+}
+
+function rolloutOptions(c: PipelineConfig, limits: EpisodeLimits = episodeLimits(c)) {
+  return {
+    maxTurns: limits.maxTurns,
     maxTokensPerTurn: c.episode.maxTokensPerTurn,
-    maxContextTokens: limits?.maxContextTokens ?? c.episode.maxContextTokens,
+    maxContextTokens: limits.maxContextTokens,
     commandTimeoutMs: c.episode.commandTimeoutMs,
     episodeTimeoutMs: c.episode.episodeTimeoutMs,
     concurrency: c.episode.concurrency,
     maxObservationChars: c.episode.maxObservationChars,
     maskTimings: c.episode.maskTimings,
     prompt: promptStyleOf(c),
-    turnPenaltyThreshold: c.dapo.turnPenaltyThreshold,
+    turnPenaltyThreshold: limits.turnPenaltyThreshold,
     sandbox:
       c.sandbox.kind === 'docker'
         ? { kind: 'docker' as const, ...(c.sandbox.image === undefined ? {} : { image: c.sandbox.image }) }
@@ -295,7 +344,8 @@ function rolloutOptions(c: PipelineConfig, limits?: { maxTurns: number; maxConte
 }
 
 /**
- * Evaluates the policy on held-out tasks: k samples each at temperature 1 (`c.eval.k`). With
+ * Evaluates the policy on held-out tasks: k samples each at temperature 1 (`c.eval.k`), under
+ * evalLimits (`eval.limits`). With
  * `validation`, it is a validation during DAPO instead (`eval.every`): `validation.k` samples per
  * task, logged as a 'validation' event of the DAPO iteration, its rollouts saved as
  * `validation.phase` (by default `val-<stage>-<iteration>`; the pipeline passes validationPhase's).
@@ -319,7 +369,7 @@ export async function evaluate(
     sampleSeed: rolloutSeeds({ run: c.seed, phase, iteration: validation?.iteration ?? 0, round: 0 }, tasks),
     group: phase,
     sampling: { temperature: 1 },
-    ...rolloutOptions(c),
+    ...rolloutOptions(c, evalLimits(c)),
     onRecord: () => hooks.progress?.(phase, ++done, tasks.length * k, 'episode'),
   });
   // A sample the grader could not judge (`error`) counts as unsolved: a policy cannot raise its
@@ -389,9 +439,12 @@ export function episodeStats(records: RolloutRecord[]): Record<string, number> {
 }
 
 /**
- * RFT: k samples per training task, resolved ones kept (format errors masked), SFT. The result
- * has `kept` (trajectories), `steps` (optimizer steps) and `skipped` (1 when nothing was trained:
- * no resolved trajectory with a trained token) besides the episode statistics.
+ * RFT: k samples per training task, resolved ones kept (format errors masked), SFT. With
+ * `rft.oneShot` the samples are drawn with the one-shot demonstration in the system prompt, and
+ * the kept trajectories are trained with the normal one (withSystemPrompt: the same tokens after
+ * the system message). The result has `kept` (trajectories), `steps` (optimizer steps) and
+ * `skipped` (1 when nothing was trained: no resolved trajectory with a trained token) besides the
+ * episode statistics.
  */
 export async function rft(
   p: Policy,
@@ -409,12 +462,18 @@ export async function rft(
     sampleSeed: rolloutSeeds({ run: c.seed, phase: 'rft', iteration: 0, round: 0 }, tasks),
     group: 'rft',
     ...rolloutOptions(c),
+    oneShot: c.rft.oneShot,
     onRecord: () => hooks.progress?.('rft rollouts', ++done, tasks.length * c.rft.samplesPerTask, 'episode'),
   });
   const rolloutSeconds = (performance.now() - t0) / 1000;
   hooks.rollouts?.('rft', records);
   allFailedOrThrow(records, 'rft rollouts');
-  const samples = rftSamples(records);
+  const style = promptStyleOf(c);
+  const prompts = { sampled: systemPrompt(style, { oneShot: true }), trained: systemPrompt(style) };
+  const kept = c.rft.oneShot
+    ? records.map((r) => (r.resolved && r.error === undefined ? withSystemPrompt(r, prompts, p.tokenizer) : r))
+    : records;
+  const samples = rftSamples(kept);
   const stats = { ...episodeStats(records), kept: samples.length, rolloutSeconds };
   hooks.log({ stage: 'rft', event: 'rollouts', phase: 'rft', ...stats });
   const steps = await sftEpochs(p, samples, { ...c.rft, seed: c.seed + 11, stage: 'rft' }, hooks);
@@ -435,7 +494,11 @@ export interface DapoExtras {
 }
 
 /**
- * One DAPO iteration: G rollouts per task, advantages, several optimizer steps. With
+ * One DAPO iteration: G = `stage.samplesPerTask` rollouts per task under the stage's limits and
+ * turn penalty, advantages, and optimizer steps on the stage's clip range: with `stage.batchSize`
+ * > 0, ceil(trained samples / batchSize) steps of batchSize samples (the last one smaller: the
+ * paper's fixed batch, its steps varying with the samples that have an advantage), else
+ * `dapo.stepsPerIteration` steps that share the samples. With
  * `refillRounds`, tasks from `extras.refill` are rolled out in further rounds until
  * `tasks.length` groups have a non-zero advantage (DAPO's dynamic sampling, which keeps the batch
  * full); with `klCoef`, each sample carries the reference's logprobs. An iteration with no sample
@@ -451,7 +514,7 @@ export async function dapoIteration(
   hooks: StageHooks,
   extras: DapoExtras = {},
 ): Promise<{ metrics: Record<string, number>; records: RolloutRecord[] }> {
-  const G = c.dapo.samplesPerTask;
+  const G = stage.samplesPerTask;
   if (c.dapo.klCoef > 0 && !extras.reference)
     throw invalidArgument('extras.reference', 'a reference Model (dapo.klCoef > 0)', extras.reference);
   const phase = extras.phase ?? dapoPhase(1, iteration);
@@ -480,7 +543,7 @@ export async function dapoIteration(
         sampleSeed: rolloutSeeds({ run: c.seed, phase, iteration, round: refillRounds }, round),
         group: `${phase}/r${refillRounds}`,
         sampling: { temperature: c.dapo.temperature, topP: c.dapo.topP, topK: c.dapo.topK, minP: c.dapo.minP },
-        ...rolloutOptions(c, stage),
+        ...rolloutOptions(c, episodeLimits(c, stage)),
         onRecord: () => hooks.progress?.(`${phase} rollouts`, ++done, total, 'episode'),
       })),
     );
@@ -502,8 +565,9 @@ export async function dapoIteration(
   const t1 = performance.now();
   // Every pass's steps take the rollout policy's logprobs as the ratio's denominator, so passes
   // after the first are off-policy by design and the clip bounds them (PPO's epochs).
-  const per = Math.max(1, Math.ceil(batch.samples.length / c.dapo.stepsPerIteration));
-  const planned = batch.samples.length > 0 ? c.dapo.epochs * Math.ceil(batch.samples.length / per) : 0;
+  const n = batch.samples.length;
+  const per = stage.batchSize > 0 ? stage.batchSize : Math.max(1, Math.ceil(n / c.dapo.stepsPerIteration));
+  const planned = n > 0 ? c.dapo.epochs * Math.ceil(n / per) : 0;
   for (let epoch = 0; epoch < c.dapo.epochs && batch.samples.length > 0; epoch++) {
     const order = shuffled(batch.samples, c.seed + iteration + epoch * 7_919_993);
     for (let b = 0; b < order.length; b += per) {
@@ -528,6 +592,7 @@ export async function dapoIteration(
     droppedErrors: batch.droppedErrors,
     trainedSamples: batch.samples.length,
     steps: steps.length,
+    samplesPerStep: n > 0 ? per : 0,
     lr: steps[0]?.lr ?? 0,
     loss: mean((m) => m.loss),
     entropy: mean((m) => m.entropy),

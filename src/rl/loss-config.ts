@@ -7,13 +7,14 @@ import { cosineDecay } from '../train/adamw.js';
 import type { PolicyLossConfig } from '../train/losses.js';
 
 /**
- * The policy loss a DAPO stage trains with. Dr.GRPO's `seq-mean-token-sum-norm` divides by
+ * The policy loss a DAPO stage trains with: the stage's clip range (`clipLow`, `clipHigh`; the
+ * paper's 0.2/0.3, then 0.2/0.26), the dapo section's aggregation and coefficients. Dr.GRPO's `seq-mean-token-sum-norm` divides by
  * `dapo.normLength`, or by default by the stage's generation budget (turns × tokens per turn).
  */
 export function dapoLossConfig(c: PipelineConfig, stage: DapoStageConfig): PolicyLossConfig {
   return {
-    clipLow: c.dapo.clipLow,
-    clipHigh: c.dapo.clipHigh,
+    clipLow: stage.clipLow,
+    clipHigh: stage.clipHigh,
     agg: c.dapo.agg,
     normLength: c.dapo.normLength || stage.maxTurns * c.episode.maxTokensPerTurn,
     klCoef: c.dapo.klCoef,

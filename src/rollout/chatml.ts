@@ -72,6 +72,15 @@ export function chatml(role: string, content: string): string {
   return piecesText(messagePieces(role, content));
 }
 
+/**
+ * One message's token ids as a rendering holds them: its markers special, its role and content
+ * plain text, and the newline after it. A prompt's tokens begin with its first message's exactly,
+ * since the text between two markers is encoded on its own.
+ */
+export function messageTokens(role: string, content: string, tokenizer: Tokenizer): Int32Array {
+  return piecesTokens(messagePieces(role, content), tokenizer);
+}
+
 /** The first prompt: every message so far and the assistant header. */
 export function promptText(messages: AgentMessage[]): string {
   return piecesText(promptPieces(messages));

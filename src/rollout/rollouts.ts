@@ -87,9 +87,15 @@ export interface RolloutOptions {
   prompt?: EpisodeOptions['prompt'];
   /**
    * The turn penalty's threshold (default 10; arXiv 2508.03501; turnPenalty): episodes longer
-   * than it lose up to 1 of reward at maxTurns. At or above maxTurns the penalty is off (0).
+   * than it lose up to 1 of reward at maxTurns. At or above maxTurns the penalty is 0; null turns
+   * it off (the reward is 1 when resolved, else 0).
    */
-  turnPenaltyThreshold?: number;
+  turnPenaltyThreshold?: number | null;
+  /**
+   * Append the prompt style's one-shot demonstration to the system prompt (default false; see
+   * EpisodeOptions.oneShot). The records hold the conversation as sampled, demonstration included.
+   */
+  oneShot?: boolean;
   /** Called as each episode's record is complete (progress bars). */
   onRecord?: (r: RolloutRecord) => void;
   /** Further grading attempts of an evaluation that failed for the grader's reasons (default 2). */
@@ -168,9 +174,14 @@ export async function runRollouts(o: RolloutOptions): Promise<RolloutRecord[]> {
   const maxContextTokens = checkInteger('maxContextTokens', o.maxContextTokens ?? 8192, 16, 1 << 24);
   const maxTurns = checkInteger('maxTurns', o.maxTurns ?? 40, 1, 1 << 16);
   // Checked here, before any episode runs, rather than when the first reward is computed.
-  const turnPenaltyThreshold = o.turnPenaltyThreshold ?? 10;
-  if (typeof turnPenaltyThreshold !== 'number' || !Number.isFinite(turnPenaltyThreshold) || turnPenaltyThreshold < 0)
-    throw invalidArgument('turnPenaltyThreshold', 'a number >= 0', turnPenaltyThreshold);
+  const turnPenaltyThreshold = o.turnPenaltyThreshold === undefined ? 10 : o.turnPenaltyThreshold;
+  if (
+    turnPenaltyThreshold !== null &&
+    (typeof turnPenaltyThreshold !== 'number' || !Number.isFinite(turnPenaltyThreshold) || turnPenaltyThreshold < 0)
+  )
+    throw invalidArgument('turnPenaltyThreshold', 'a number >= 0, or null (no penalty)', turnPenaltyThreshold);
+  if (o.oneShot !== undefined && typeof o.oneShot !== 'boolean')
+    throw invalidArgument('oneShot', 'true or false', o.oneShot);
   if (o.evaluationRetries !== undefined) checkInteger('evaluationRetries', o.evaluationRetries, 0, 100);
   if (o.sampleSeed !== undefined && typeof o.sampleSeed !== 'function')
     throw invalidArgument('sampleSeed', 'a function (task, sample) => seed', o.sampleSeed);
@@ -246,7 +257,7 @@ async function episode(
     maxTokensPerTurn: number;
     maxContextTokens: number;
     maxTurns: number;
-    turnPenaltyThreshold: number;
+    turnPenaltyThreshold: number | null;
     /** The record's advantage group (RolloutRecord.group). */
     group: string;
   },
@@ -353,6 +364,7 @@ async function episode(
         maxTurns: p.maxTurns,
         format: o.format,
         prompt: o.prompt,
+        oneShot: o.oneShot === true,
         sandbox: o.sandbox,
         commandTimeoutMs: o.commandTimeoutMs,
         maxObservationChars: o.maxObservationChars,

@@ -18,11 +18,9 @@ import {
   sftEpochs,
   Trainer,
 } from '../../src/index.js';
+import type { DapoStageConfig } from '../../src/pipeline/config.js';
 import type { Policy } from '../../src/pipeline/stages.js';
 import { tinyPolicy } from '../helpers/tiny-policy.js';
-
-/** A stage's per-stage settings as the dapo section gives them (resolveConfig fills a config's stages so). */
-const STAGE_DEFAULTS = { samplesPerTask: 4, clipLow: 0.2, clipHigh: 0.28, batchSize: 0, turnPenaltyThreshold: 10 };
 
 const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
 
@@ -94,7 +92,14 @@ describe('empty stages', () => {
       // DAPO: every group's rewards are equal (all 0), so every group is dropped and nothing trains.
       events.length = 0;
       const optimizer = new AdamW(p.model, { lr: 1e-3 });
-      const stage = { iterations: 1, maxTurns: 2, maxContextTokens: 3072, tasksPerIteration: 2, ...STAGE_DEFAULTS };
+      // The config's stage (G = 2 from the dapo section), with these limits.
+      const stage = {
+        ...(config.dapo.stages[0] as DapoStageConfig),
+        iterations: 1,
+        maxTurns: 2,
+        maxContextTokens: 3072,
+        tasksPerIteration: 2,
+      };
       const { metrics, records } = await dapoIteration(p, tasks, config, stage, 1, optimizer, hooks);
       expect(records).toHaveLength(4);
       expect(metrics).toMatchObject({ trainedSamples: 0, steps: 0, skipped: 1, droppedGroups: 2 });

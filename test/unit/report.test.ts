@@ -1,6 +1,6 @@
 /**
  * report.html from a run folder's files: the per-repository table of held-out Pass@1 by stage and
- * the chart of held-out Pass@1 through RL, drawn from metrics.jsonl events written as the
+ * the chart of validation Pass@1 through RL, drawn from metrics.jsonl events written as the
  * pipeline writes them; the run's facts (preset, start, wall time, code, machine); charts that
  * name their axes and are tables under 3 points; Pass@1 once when k is 1.
  */
@@ -36,8 +36,8 @@ describe('writeReport', () => {
         '<tr><td>mini-swe/mini-cart</td><td>1</td><td>0.0%</td><td>50.0%</td><td>100.0%</td></tr>',
       );
       expect(html).toContain('<tr><td>x/&lt;y&gt;</td><td>2</td><td>15.0%</td><td>35.0%</td><td>25.0%</td></tr>');
-      // RFT, the validation and DAPO: three points.
-      expect(html.match(/Held-out Pass@1 through RL[\s\S]*?(\d+) points/)?.[1]).toBe('3');
+      // The validations alone (the validation split; RFT's and DAPO's evaluations read the test split).
+      expect(html.match(/Validation Pass@1 through RL \(3 validation tasks\)[\s\S]*?(\d+) point/)?.[1]).toBe('1');
 
       // Without validations and with one repository, neither appears.
       writeFileSync(join(out, 'metrics.jsonl'), `${ev('base', 'eval', 0.1)}\n`);

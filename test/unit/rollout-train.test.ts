@@ -33,10 +33,13 @@ import {
   Trainer,
   writeRollouts,
 } from '../../src/index.js';
+import type { DapoStageConfig, PipelineConfig } from '../../src/pipeline/config.js';
 import { TextPool } from '../../src/rollout/text-pool.js';
 
-/** A stage's per-stage settings as the dapo section gives them (resolveConfig fills a config's stages so). */
-const STAGE_DEFAULTS = { samplesPerTask: 4, clipLow: 0.2, clipHigh: 0.28, batchSize: 0, turnPenaltyThreshold: 10 };
+/** A config's first DAPO stage (its per-stage settings as resolveConfig filled them), with these limits. */
+function stageOf(c: PipelineConfig, limits: Partial<DapoStageConfig>): DapoStageConfig {
+  return { ...(c.dapo.stages[0] as DapoStageConfig), iterations: 1, ...limits };
+}
 
 const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
 
@@ -308,7 +311,7 @@ describe.skipIf(!canSandbox)('rollouts and the trainer', () => {
       { dapo: { refillRounds: 1, samplesPerTask: 2 }, episode: { maxTokensPerTurn: 8 } },
       'smoke',
     );
-    const stage = { iterations: 1, maxTurns: 1, maxContextTokens: 3072, tasksPerIteration: 1, ...STAGE_DEFAULTS };
+    const stage = stageOf(c, { maxTurns: 1, maxContextTokens: 3072, tasksPerIteration: 1 });
     const optimizer = new AdamW(model, { lr: 1e-3 });
     const log: Record<string, unknown>[] = [];
     const hooks = { log: (e: Record<string, unknown>) => log.push(e) };
@@ -339,7 +342,7 @@ describe.skipIf(!canSandbox)('rollouts and the trainer', () => {
     const { tokenizer, model } = setup();
     const engine = new Engine({ model, kvBlocks: 2048, blockSize: 16 });
     const tasks = await generateMiniSweTasks({ count: 1, seed: 5, difficulty: 0 });
-    const stage = { iterations: 1, maxTurns: 1, maxContextTokens: 3072, tasksPerIteration: 1, ...STAGE_DEFAULTS };
+    const limits = { maxTurns: 1, maxContextTokens: 3072, tasksPerIteration: 1 };
     const policy = { model, engine, tokenizer };
     const steps = [];
     for (const epochs of [1, 3]) {
@@ -352,7 +355,7 @@ describe.skipIf(!canSandbox)('rollouts and the trainer', () => {
         'smoke',
       );
       const optimizer = new AdamW(model, { lr: 1e-3 });
-      const { metrics } = await dapoIteration(policy, tasks, c, stage, 1, optimizer, { log: () => {} });
+      const { metrics } = await dapoIteration(policy, tasks, c, stageOf(c, limits), 1, optimizer, { log: () => {} });
       expect(metrics.trainedSamples).toBe(4);
       steps.push(metrics.steps);
     }
@@ -366,15 +369,17 @@ describe.skipIf(!canSandbox)('rollouts and the trainer', () => {
       },
       'smoke',
     );
-    const { metrics } = await dapoIteration(policy, tasks, masked, stage, 2, new AdamW(model), { log: () => {} });
+    const { metrics } = await dapoIteration(policy, tasks, masked, stageOf(masked, limits), 2, new AdamW(model), {
+      log: () => {},
+    });
     expect([metrics.trainedSamples, metrics.steps]).toEqual([0, 0]);
     expect(() => resolveConfig({ dapo: { epochs: 0 } }, 'smoke')).toThrow(/dapo\.epochs/);
   }, 120_000);
 
   it("Dr.GRPO from the config: 'seq-mean-token-sum-norm' divides by normLength, by default the generation budget", async () => {
-    const stage = { iterations: 1, maxTurns: 3, maxContextTokens: 3072, tasksPerIteration: 1, ...STAGE_DEFAULTS };
     const drgrpo = (dapo: Record<string, unknown>) =>
       resolveConfig({ dapo: { estimator: 'drgrpo', agg: 'seq-mean-token-sum-norm', ...dapo } }, 'smoke');
+    const stage = stageOf(drgrpo({}), { maxTurns: 3, maxContextTokens: 3072, tasksPerIteration: 1 });
     const perTurn = drgrpo({}).episode.maxTokensPerTurn; // the preset's, whatever it is tuned to
     const auto = dapoLossConfig(drgrpo({}), stage);
     expect(auto).toMatchObject({ agg: 'seq-mean-token-sum-norm', normLength: 3 * perTurn });
