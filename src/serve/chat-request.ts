@@ -8,9 +8,13 @@ import type { ChatMessage, Tokenizer } from '../tokenizer/tokenizer.js';
 import { badParam } from './http-error.js';
 import type { Body } from './params.js';
 
-/** A checked chat request: the rendered prompt and what the answer's tool parsing needs. */
+/** A checked chat request: the prompt's token ids and what the answer's tool parsing needs. */
 export interface ChatPrompt {
-  text: string;
+  /**
+   * The chat template's rendering as token ids ({@link Tokenizer.encodeChat}): the template's own
+   * markers are special tokens, the messages' contents plain text even where they spell one.
+   */
+  ids: Int32Array;
   /** Names of the tools given (empty: no tool parsing). */
   toolNames: Set<string>;
   /** parallel_tool_calls: false keeps only the first parsed call. */
@@ -134,7 +138,8 @@ function checkTools(tools: unknown): Body[] {
 }
 
 /**
- * Renders a chat request with the tokenizer's chat template. Refused: tools or assistant
+ * Renders a chat request with the tokenizer's chat template and encodes it, the messages'
+ * contents as plain text (a literal `<|im_end|>` in a message does not end its turn). Refused: tools or assistant
  * tool_calls with a template that never mentions them (they would be dropped silently),
  * tool_choice other than 'auto' / 'none' (forcing a call needs guided decoding), response_format
  * other than text, and template errors (raise_exception) as 400s.
@@ -163,9 +168,9 @@ export function renderChat(body: Body, tokenizer: Tokenizer): ChatPrompt {
   if (typeof parallel !== 'boolean') throw badParam('parallel_tool_calls', 'parallel_tool_calls must be a boolean');
   if (messages.some((m) => m.tool_calls) && !/\btool_calls\b/.test(source))
     throw badParam('messages', "this model's chat template does not render assistant tool_calls");
-  let text: string;
+  let ids: Int32Array;
   try {
-    text = tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true, ...(tools ? { tools } : {}) });
+    ids = tokenizer.encodeChat(messages, { addGenerationPrompt: true, ...(tools ? { tools } : {}) });
   } catch (e) {
     if (e instanceof SwerlError && e.code !== 'INVALID_ARGUMENT') throw e;
     throw badParam('messages', `the chat template refused the messages: ${(e as Error).message}`);
@@ -173,5 +178,5 @@ export function renderChat(body: Body, tokenizer: Tokenizer): ChatPrompt {
   const toolNames = new Set<string>(
     tools && choice === 'auto' ? tools.map((t) => (t.function as Body).name as string) : [],
   );
-  return { text, toolNames, parallelToolCalls: parallel };
+  return { ids, toolNames, parallelToolCalls: parallel };
 }

@@ -220,6 +220,8 @@ export async function startOpenAiServer(o: OpenAiServerOptions): Promise<OpenAiS
     };
   };
 
+  // A prompt string is the caller's own text, special token strings included, as vLLM encodes it
+  // (a chat's message contents, by contrast, are plain text: renderChat).
   const promptList = (prompt: unknown): number[][] => {
     const isIds = (v: unknown) => Array.isArray(v) && v.every((t) => typeof t === 'number');
     let list: number[][];
@@ -249,7 +251,7 @@ export async function startOpenAiServer(o: OpenAiServerOptions): Promise<OpenAiS
     const top = optInt(body, 'top_logprobs', 0, 20) ?? 0;
     if (top > 0 && !logprobs) throw badParam('top_logprobs', 'top_logprobs needs logprobs: true');
     const chat = renderChat(body, o.tokenizer);
-    const ids = Array.from(o.tokenizer.encode(chat.text));
+    const ids = Array.from(chat.ids);
     return {
       chat: true,
       prompts: [{ ids }],
