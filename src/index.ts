@@ -16,8 +16,11 @@ export {
 export {
   type ActionFormat,
   type AgentMessage,
+  COMPACT_ONE_SHOT_DEMONSTRATION,
   COMPACT_SYSTEM_PROMPT,
   issuePrompt,
+  ONE_SHOT_DEMONSTRATION,
+  oneShotDemonstration,
   type ParsedAction,
   type PromptStyle,
   parseAction,
@@ -95,9 +98,12 @@ export {
 export { EMBEDDED_MODEL_CONFIG, QWEN2_5_0_5B_CONFIG } from './model/presets.js';
 export {
   type DapoStageConfig,
+  type DapoStageInput,
   loadConfig,
+  type OptimizerConfig,
   type PipelineConfig,
   PRESETS,
+  type PresetConfig,
   promptStyleOf,
   resolveConfig,
 } from './pipeline/config.js';

@@ -1,164 +1,494 @@
 /**
- * The pipeline's configuration: presets (`smoke`, `default`) and JSON configs for real runs,
- * validated field by field so that a bad config fails before anything runs, naming the field.
+ * The pipeline's configuration, declared once as a schema (zod): each field's type, range, default
+ * and documentation are written here, and the types (`PipelineConfig`, `PresetConfig`), the
+ * defaults and INVALID_CONFIG's messages follow from it. A preset is a partial config over the
+ * schema's defaults; a JSON config is a partial config over a preset. A bad config fails before
+ * anything runs, naming the field.
  */
 import { readFile } from 'node:fs/promises';
+import * as z from 'zod';
+import { EMBEDDED_PRESETS } from '../embedded/presets.js';
 import { BUG_KINDS } from '../env/mini-swe/generate.js';
 import { SwerlError } from '../errors.js';
 import type { LossAggregation } from '../train/losses.js';
 
-/**
- * AdamW's settings for one training phase. The paper's (arXiv 2508.03501, App. C), for RFT and
- * both RL stages: weight decay 0.1, betas 0.9 / 0.999, eps 1e-8, gradient clipping 1.0.
- */
-export interface OptimizerConfig {
-  weightDecay: number;
-  beta1: number;
-  beta2: number;
-  eps: number;
-  /** Clip the global gradient norm to this before each update; 0 = off. */
-  maxGradNorm: number;
+// --- Field kinds: each carries what INVALID_CONFIG says it must be. ---
+
+/** An integer in [min, max] (max: none), with its wording. */
+function int(min: number, max?: number) {
+  const expected =
+    max !== undefined
+      ? `an integer in [${min}, ${max}]`
+      : min === 1
+        ? 'an integer greater than 0'
+        : min === 0
+          ? 'an integer, 0 or more'
+          : `an integer, at least ${min}`;
+  const s = z.int(expected).min(min, expected);
+  return max === undefined ? s : s.max(max, expected);
+}
+/** A number in a range, with its wording: `gt`/`min` bound it below, `lt`/`max` above. */
+function num(expected: string, r: { gt?: number; min?: number; lt?: number; max?: number }) {
+  let s = z.number(expected);
+  if (r.gt !== undefined) s = s.gt(r.gt, expected);
+  if (r.min !== undefined) s = s.min(r.min, expected);
+  if (r.lt !== undefined) s = s.lt(r.lt, expected);
+  if (r.max !== undefined) s = s.max(r.max, expected);
+  return s;
+}
+const positive = () => num('a number greater than 0', { gt: 0 });
+const nonNegative = () => num('a number, 0 or more', { min: 0 });
+const unit = () => num('a number in [0, 1]', { min: 0, max: 1 });
+const bool = () => z.boolean('true or false');
+/** One of the values, named as `'a' | 'b'`. */
+function oneOf<const T extends readonly [string, ...string[]]>(values: T) {
+  return z.enum(values, values.map((v) => `'${v}'`).join(' | '));
 }
 
+/** A strict object (unknown keys refused) over `shape`. */
+type Strict<S extends z.core.$ZodLooseShape> = z.ZodObject<S, z.core.$strict>;
+/** A section of the config: a strict object that an absent section gives with its defaults. */
+type Section<S extends z.core.$ZodLooseShape> = z.ZodPrefault<Strict<S>>;
+
+/** A strict object whose unknown key names every valid key. */
+function strict<S extends z.core.$ZodLooseShape>(shape: S): Strict<S> {
+  return z.strictObject(shape, {
+    error: (iss) => (iss.code === 'unrecognized_keys' ? `one of ${Object.keys(shape).join(', ')}` : 'an object'),
+  }) as Strict<S>;
+}
+/** A section: strict, its rules between fields (run once every field is valid), `{}` when absent. */
+function section<S extends z.core.$ZodLooseShape>(
+  shape: S,
+  rules?: (value: z.output<Strict<S>>, ctx: Ctx) => void,
+): Section<S> {
+  const o = strict(shape);
+  return (rules ? o.superRefine(rules, { when: clean }) : o).prefault({} as z.input<Strict<S>>);
+}
+
+type Ctx = z.core.$RefinementCtx;
+
+/** Whether the value parsed without an issue so far (rules between fields run only then). */
+function clean(payload: z.core.ParsePayload): boolean {
+  return payload.issues.length === 0;
+}
+
+/** A refusal by a rule: `path` (from the refined object), what it must be, what it is. */
+function issue(ctx: Ctx, path: PropertyKey[], expected: string, got: unknown): void {
+  ctx.addIssue({ code: 'custom', path, message: expected, input: got });
+}
+
+/** The loss aggregations (every LossAggregation, checked by the type). */
+const AGGREGATIONS: { [K in LossAggregation]: K } = {
+  'token-mean': 'token-mean',
+  'seq-mean-token-mean': 'seq-mean-token-mean',
+  'seq-mean-token-sum': 'seq-mean-token-sum',
+  'seq-mean-token-sum-norm': 'seq-mean-token-sum-norm',
+};
+
+// --- The schema: each section's fields once, with their ranges, defaults and documentation. The
+// defaults are the base every preset overrides. (Each shape is a named constant and each schema
+// has its type written out, so that the field documentation reaches the declaration files.) ---
+
 /**
- * One DAPO stage of the two-stage schedule. In a config file only `iterations`, `maxTurns`,
- * `maxContextTokens` and `tasksPerIteration` are required; the others default to the `dapo`
- * section's value of the same name, so a resolved config's stages are complete.
+ * AdamW's settings for one training phase, the warm start's and RFT's defaulting to weight decay
+ * 0.01 (transformers' Trainer's), DAPO's to 0. The paper's (arXiv 2508.03501, App. C), for RFT
+ * and both RL stages: weight decay 0.1, betas 0.9 / 0.999, eps 1e-8, gradient clipping 1.0.
  */
-export interface DapoStageConfig {
-  iterations: number;
-  maxTurns: number;
-  maxContextTokens: number;
+function optimizerShape(weightDecay: number) {
+  return {
+    weightDecay: nonNegative().default(weightDecay),
+    beta1: num('a number in [0, 1)', { min: 0, lt: 1 }).default(0.9),
+    beta2: num('a number in [0, 1)', { min: 0, lt: 1 }).default(0.999),
+    eps: positive().default(1e-8),
+    /** Clip the global gradient norm to this before each update; 0 = off. */
+    maxGradNorm: nonNegative().default(1),
+  };
+}
+type OptimizerShape = ReturnType<typeof optimizerShape>;
+/** An optimizer section (its type written out where it is used: see the schema's note). */
+const optimizer = (weightDecay: number): Section<OptimizerShape> => section(optimizerShape(weightDecay));
+
+const dapoStageShape = {
+  iterations: int(0),
+  maxTurns: int(1),
+  maxContextTokens: int(1),
   /** Tasks sampled per iteration (G samples each). */
-  tasksPerIteration: number;
+  tasksPerIteration: int(1),
   /** G, the samples per task (default dapo.samplesPerTask; the paper's is 10 in both stages). */
-  samplesPerTask: number;
+  samplesPerTask: int(1).optional(),
   /** The clip range (1 - clipLow, 1 + clipHigh) (default dapo's; the paper's: 0.2/0.3, then 0.2/0.26). */
-  clipLow: number;
-  clipHigh: number;
+  clipLow: unit().optional(),
+  clipHigh: nonNegative().optional(),
   /**
    * Trajectories per optimizer step (default dapo.batchSize; the paper's: 128, then 256): an
    * iteration takes ceil(trained samples / batchSize) steps, so the steps vary with the samples
    * that have an advantage, as in the paper. 0 = a fixed `dapo.stepsPerIteration` steps.
    */
-  batchSize: number;
+  batchSize: int(0).optional(),
   /**
    * The turn penalty's threshold L_thr (default dapo.turnPenaltyThreshold; the paper's: 10): with
    * `dapo.turnPenalty`, an episode of |τ| >= L_thr turns gets (L_thr - |τ|) / (maxTurns - L_thr).
    * It must be below the stage's maxTurns.
    */
-  turnPenaltyThreshold: number;
+  turnPenaltyThreshold: int(1).optional(),
+};
+/**
+ * One DAPO stage of the two-stage schedule. In a config file only `iterations`, `maxTurns`,
+ * `maxContextTokens` and `tasksPerIteration` are required; the others default to the `dapo`
+ * section's value of the same name, so a resolved config's stages are complete.
+ */
+const dapoStageSchema: Strict<typeof dapoStageShape> = strict(dapoStageShape);
+
+const miniSweShape = {
+  trainTasks: int(1).default(32),
+  testTasks: int(1).default(12),
+  difficulty: int(0, 3).default(0),
+  /** Only these bug kinds (null: all of BUG_KINDS). */
+  kinds: z
+    .array(oneOf(BUG_KINDS), `null or a non-empty array of ${BUG_KINDS.join(', ')}`)
+    .min(1, `null or a non-empty array of ${BUG_KINDS.join(', ')}`)
+    .nullable()
+    .default(null),
+  renameLocals: bool().default(false),
+  /** What a mutant task's issue shows: the failing test and its error, or the error only. */
+  issue: oneOf(['reproduction', 'error']).default('reproduction'),
+  /** Which modules (generateMiniSweTasks' `catalogue`): the core four, or fifteen. */
+  catalogue: oneOf(['core', 'wide']).default('core'),
+  /**
+   * Draw each split's tasks from distinct bug sites while the split has sites left
+   * (generateMiniSweTasks' `distinctSites`), so that N held-out tasks measure N sites, not a
+   * few sites many times.
+   */
+  distinctSites: bool().default(false),
+};
+
+const embeddedModelShape = {
+  hiddenSize: int(1).default(256),
+  layers: int(1).default(6),
+  heads: int(1).default(4),
+  kvHeads: int(1).default(2),
+  intermediateSize: int(1).default(768),
+};
+
+const sandboxShape = {
+  kind: oneOf(['local', 'docker']).default('local'),
+  image: z.string('an image name').optional(),
+};
+
+const engineShape = {
+  backend: oneOf(['local', 'remote']).default('local'),
+  kvBlocks: int(1).default(8192),
+  maxBatchTokens: int(1).default(2048),
+  url: z.string('the server URL').optional(),
+  model: z.string('the served model name').optional(),
+};
+
+const episodeShape = {
+  maxTurns: int(1).default(12),
+  maxTokensPerTurn: int(1).default(160),
+  maxContextTokens: int(1).default(6144),
+  commandTimeoutMs: int(1).default(20_000),
+  episodeTimeoutMs: int(1).default(180_000),
+  concurrency: int(1).default(16),
+  maxObservationChars: int(1).default(2000),
+  /**
+   * Mask test runners' wall-clock figures (`duration_ms`, pytest's `in 0.12s`) in observations
+   * (maskTimings), so that rollouts are a function of the seed and the weights (default true).
+   */
+  maskTimings: bool().default(true),
+  /**
+   * The scaffold's prompts: 'paper' (the paper's layout), 'compact' (scaffoldPrompts), or 'auto'
+   * (the default): compact for the embedded model trained from scratch, paper for a `modelDir`.
+   */
+  prompt: oneOf(['auto', 'paper', 'compact']).default('auto'),
+};
+
+const warmStartShape = {
+  enabled: bool().default(true),
+  demos: int(0).default(48),
+  noise: unit().default(0.3),
+  /** The expert's plan (expertPolicy's style). */
+  style: oneOf(['thorough', 'direct']).default('thorough'),
+  /**
+   * In [0, 1]: the share of the demonstrations written in another scaffold's action format
+   * (```bash fences instead of ```command, as mini-SWE-agent writes them), chosen by seed. It
+   * stands for an instruct model's prior over formats: the paper's base model fails mostly on
+   * format errors (App. E), which RFT, trained on its resolved trajectories with format-error
+   * turns masked, and RL then remove. In this scaffold such a fence is a format error.
+   */
+  foreignFormat: unit().default(0),
+  /**
+   * Name augmentation (withFreshNames): each epoch, every misspelled-name demonstration gets
+   * another slip and right name from the generator's pool, through issue, observations and
+   * commands, so that the warm start teaches reading the name in the error, not remembering it.
+   */
+  freshNames: bool().default(false),
+  /**
+   * File augmentation (withFreshFiles): each epoch, every demonstration's module gets another
+   * catalogue module's file name through issue, observations and commands, so that the warm
+   * start teaches copying the file grep printed, not remembering it (default false).
+   */
+  freshFiles: bool().default(false),
+  /** Induction pretraining steps (copyPretrain) before the demonstrations; 0 = none. */
+  copySteps: int(0).default(0),
+  /**
+   * 0: every training task gives demonstrations and RFT and DAPO train on every task. N > 0: the
+   * first N training tasks give the demonstrations and RFT and DAPO train on the others, as the
+   * paper's RL tasks are not its model's fine-tuning data (RL then gains only where the policy
+   * generalises, not where it recalls a demonstration).
+   */
+  demoTasks: int(0).default(0),
+  epochs: int(0).default(2),
+  lr: nonNegative().default(2e-3),
+  batchSize: int(1).default(8),
+  /** The warm start's AdamW (weight decay 0.01 by default). */
+  optimizer: optimizer(0.01) as Section<OptimizerShape>,
+};
+
+const tokenizerShape = {
+  /** At least 300: the 256 bytes, the special tokens and some merges. */
+  vocabSize: int(300).default(2048),
+  split: oneOf(['qwen2', 'identifiers', 'stems']).default('identifiers'),
+};
+
+const evalShape = {
+  k: int(1).default(2),
+  every: int(0).default(0),
+  everyK: int(0).default(0),
+  validationTasks: int(0).default(0),
+  limits: oneOf(['last-stage', 'episode']).default('last-stage'),
+};
+
+const rftShape = {
+  enabled: bool().default(true),
+  /**
+   * With N > 0, RFT samples the first N of the RL tasks and DAPO trains on the others, tasks
+   * the policy has not been fine-tuned on (with a pool of thousands, as the paper's, one RFT
+   * epoch memorises little; with tens, DAPO on RFT's own tasks mostly replays their fixes).
+   * 0 = both on all of them.
+   */
+  tasks: int(0).default(0),
+  samplesPerTask: int(1).default(2),
+  epochs: int(0).default(2),
+  lr: nonNegative().default(5e-4),
+  warmupRatio: unit().default(0.1),
+  batchSize: int(1).default(8),
+  /**
+   * RFT samples with the one-shot demonstration (the paper's App. F.2: a worked bug fix in the
+   * scaffold's format, appended to the system prompt) when it samples from the base policy.
+   * The demonstration is not part of the trained samples' prompt.
+   */
+  oneShot: bool().default(false),
+  /** RFT's AdamW (weight decay 0.01 by default). */
+  optimizer: optimizer(0.01) as Section<OptimizerShape>,
+};
+
+const dapoShape = {
+  enabled: bool().default(true),
+  /** The stages, in order; each resolved with the section's per-stage defaults (DapoStageConfig). */
+  stages: z
+    .array(dapoStageSchema as typeof dapoStageSchema, 'a non-empty array')
+    .min(1, 'a non-empty array')
+    .default(() => [{ iterations: 3, maxTurns: 12, maxContextTokens: 6144, tasksPerIteration: 8 }]),
+  /** G, the stages' default samples per task (at least 2: a group). */
+  samplesPerTask: int(1).default(4),
+  stepsPerIteration: int(1).default(2),
+  /** Trajectories per optimizer step, the stages' default (DapoStageConfig.batchSize); 0 = stepsPerIteration. */
+  batchSize: int(0).default(0),
+  /**
+   * Passes over each iteration's samples (verl's `ppo_epochs`, TRL's `num_iterations`); each
+   * pass takes `stepsPerIteration` steps over a fresh shuffle. 1 = the paper's (each sample once).
+   */
+  epochs: int(1).default(1),
+  lr: nonNegative().default(3e-4),
+  /**
+   * The learning rate over DAPO's iterations: 'constant' (the paper's), or 'cosine' from `lr` at
+   * the first iteration to `lr · minLrRatio` after the last (verl's `lr_scheduler_type`).
+   */
+  lrSchedule: oneOf(['constant', 'cosine']).default('constant'),
+  minLrRatio: unit().default(0),
+  /** The stages' default clip range (1 - clipLow, 1 + clipHigh). */
+  clipLow: unit().default(0.2),
+  clipHigh: nonNegative().default(0.28),
+  agg: z
+    .enum(
+      AGGREGATIONS,
+      Object.values(AGGREGATIONS)
+        .map((v) => `'${v}'`)
+        .join(' | '),
+    )
+    .default('token-mean'),
+  /**
+   * Dr.GRPO's constant for agg 'seq-mean-token-sum-norm': each sample's token sum is divided by
+   * it. 0 (the default) = the stage's generation budget, maxTurns × episode.maxTokensPerTurn
+   * (Dr.GRPO divides by the max generation length).
+   */
+  normLength: int(0).default(0),
+  estimator: oneOf(['grpo', 'drgrpo', 'rloo']).default('grpo'),
+  dropZeroAdvantage: bool().default(true),
+  /**
+   * DAPO's dynamic-sampling refill: rounds of extra tasks sampled (from the stage's pool, not yet
+   * used this iteration) until `tasksPerIteration` groups have a non-zero advantage; 0 = off.
+   */
+  refillRounds: int(0).default(0),
+  filterOverlong: bool().default(false),
+  /**
+   * Whether turns with a format error carry no gradient in RL (true, the default, as in RFT);
+   * false trains them with their episode's advantage, so that a failed episode's malformed turns
+   * are pushed down too (the paper does not say which it did).
+   */
+  maskFormatErrors: bool().default(true),
+  /** Weight of the k3 KL penalty to a frozen reference (the policy where DAPO starts); 0 = off. */
+  klCoef: nonNegative().default(0),
+  entropyCoef: nonNegative().default(0),
+  /** The rollout temperature; only 1 is accepted (see checkRlSampling). */
+  temperature: positive().default(1),
+  /** Sampling filters; off in RL, the only values accepted (see checkRlSampling). */
+  topP: unit().default(1),
+  topK: int(0).default(0),
+  minP: unit().default(0),
+  /** The paper's turn penalty (turnPenalty) on DAPO's rewards, with each stage's threshold. */
+  turnPenalty: bool().default(true),
+  /** The stages' default turn-penalty threshold (DapoStageConfig.turnPenaltyThreshold). */
+  turnPenaltyThreshold: int(1).default(10),
+  /**
+   * Between stages, tasks whose success rate over the stage's iterations is at least this are
+   * dropped as easy, and tasks never solved as unsolvable (the paper's curriculum: 2/3). 1 drops
+   * only the tasks solved every time.
+   */
+  easyTaskThreshold: num('a number in (0, 1]', { gt: 0, max: 1 }).default(2 / 3),
+  /** DAPO's AdamW (no weight decay by default). */
+  optimizer: optimizer(0) as Section<OptimizerShape>,
+};
+
+/** The dapo section as given: per-stage settings may be left to the section. */
+const dapoFields: Strict<typeof dapoShape> = strict(dapoShape)
+  .superRefine(
+    (d, ctx) => {
+      if (!d.enabled) return;
+      // A group needs two samples, in the section's default and in every stage that sets its own.
+      if (d.samplesPerTask < 2) issue(ctx, ['samplesPerTask'], 'at least 2 (a group)', d.samplesPerTask);
+      d.stages.forEach((st, i) => {
+        if (st.samplesPerTask !== undefined && st.samplesPerTask < 2)
+          issue(ctx, ['stages', i, 'samplesPerTask'], 'at least 2 (a group)', st.samplesPerTask);
+      });
+      // The turn penalty needs threshold < maxTurns in every stage: at equality the paper's
+      // formula is 0/0 at the last turn, and above it the penalty could never apply.
+      if (d.turnPenalty)
+        d.stages.forEach((st, i) => {
+          const own = st.turnPenaltyThreshold !== undefined;
+          const threshold = st.turnPenaltyThreshold ?? d.turnPenaltyThreshold;
+          if (threshold >= st.maxTurns)
+            issue(
+              ctx,
+              own ? ['stages', i, 'turnPenaltyThreshold'] : ['turnPenaltyThreshold'],
+              `below dapo.stages[${i}].maxTurns (${st.maxTurns}) with dapo.turnPenalty (set dapo.turnPenalty false for none)`,
+              threshold,
+            );
+        });
+    },
+    { when: clean },
+  )
+  .superRefine(checkRlSampling, { when: clean });
+
+/**
+ * Sampling filters in RL (top-p, top-k, min-p) make the engine's logprobs those of the filtered
+ * distribution, which the trainer cannot reproduce: only truncated importance sampling against
+ * the rollout's logprobs (the loss's `tisCap`, with recomputed old logprobs) would correct for
+ * them, and the pipeline's loss (dapoLossConfig) enables no TIS. So they are refused
+ * (INVALID_CONFIG) rather than warned about. A temperature other than 1 is refused too: the
+ * trainer's fused LM-head loss has no logit scale yet (Trainer.policyStep refuses it as well,
+ * which would fail only after the first iteration's rollouts).
+ */
+function checkRlSampling(d: { topP: number; topK: number; minP: number; temperature: number }, ctx: Ctx): void {
+  const why = '(sampling filters bias the policy gradient without TIS, which the pipeline does not enable)';
+  if (d.topP < 1) issue(ctx, ['topP'], `1 ${why}`, d.topP);
+  if (d.topK > 0) issue(ctx, ['topK'], `0 ${why}`, d.topK);
+  if (d.minP > 0) issue(ctx, ['minP'], `0 ${why}`, d.minP);
+  if (d.temperature !== 1)
+    issue(ctx, ['temperature'], '1 (the trainer cannot yet train at another rollout temperature)', d.temperature);
 }
 
-/** Everything a run needs. */
-export interface PipelineConfig {
-  preset: string;
-  seed: number;
+/**
+ * One DAPO stage of the two-stage schedule, resolved: the per-stage settings a config leaves out
+ * are the `dapo` section's of the same name.
+ */
+export type DapoStageConfig = Required<z.output<typeof dapoStageSchema>>;
+/** The dapo section, resolved: every stage complete. */
+type DapoSection = Omit<z.output<typeof dapoFields>, 'stages'> & {
+  /** The stages, in order, each with its per-stage settings (the section's where it sets none). */
+  stages: DapoStageConfig[];
+};
+
+/**
+ * The dapo section. A stage's per-stage settings default to the section's, so that `dapo.clipHigh`
+ * in a config file applies to every stage that sets none.
+ */
+type DapoSchema = z.ZodPrefault<
+  z.ZodPipe<Strict<typeof dapoShape>, z.ZodTransform<DapoSection, z.output<typeof dapoFields>>>
+>;
+const dapoSection: DapoSchema = dapoFields
+  .transform(
+    ({ enabled, stages, ...d }): DapoSection => ({
+      enabled,
+      stages: stages.map((st) => ({
+        iterations: st.iterations,
+        maxTurns: st.maxTurns,
+        maxContextTokens: st.maxContextTokens,
+        tasksPerIteration: st.tasksPerIteration,
+        samplesPerTask: st.samplesPerTask ?? d.samplesPerTask,
+        clipLow: st.clipLow ?? d.clipLow,
+        clipHigh: st.clipHigh ?? d.clipHigh,
+        batchSize: st.batchSize ?? d.batchSize,
+        turnPenaltyThreshold: st.turnPenaltyThreshold ?? d.turnPenaltyThreshold,
+      })),
+      ...d,
+    }),
+  )
+  .prefault({});
+
+const configShape = {
+  /** The preset the config is over ('default', 'smoke', 'paper'). */
+  preset: z.string('a preset name').default('default'),
+  seed: int(0).default(1),
   /** A Hugging Face model folder, or null for the embedded model trained from scratch. */
-  modelDir: string | null;
+  modelDir: z.string('a model folder or null').nullable().default(null),
   /** A tasks file (.json/.jsonl/.parquet), or null for the generated mini-SWE suite. */
-  tasksFile: string | null;
+  tasksFile: z.string('a tasks file or null').nullable().default(null),
   /** The generated suite: tier, and optionally only some bug kinds (BUG_KINDS). */
-  miniSwe: {
-    trainTasks: number;
-    testTasks: number;
-    difficulty: number;
-    kinds: string[] | null;
-    renameLocals: boolean;
-    /** What a mutant task's issue shows: the failing test and its error, or the error only. */
-    issue: 'reproduction' | 'error';
-    /** Which modules (generateMiniSweTasks' `catalogue`): the core four, or fifteen. */
-    catalogue: 'core' | 'wide';
-    /**
-     * Draw each split's tasks from distinct bug sites while the split has sites left
-     * (generateMiniSweTasks' `distinctSites`), so that N held-out tasks measure N sites, not a
-     * few sites many times.
-     */
-    distinctSites: boolean;
-  };
+  miniSwe: section(miniSweShape) as Section<typeof miniSweShape>,
   /** The embedded model's shape (a Qwen2 model trained from scratch; vocab from the tokenizer). */
-  embeddedModel: { hiddenSize: number; layers: number; heads: number; kvHeads: number; intermediateSize: number };
+  embeddedModel: section(embeddedModelShape, (em, ctx) => {
+    if (em.hiddenSize % em.heads !== 0 || (em.hiddenSize / em.heads) % 2 !== 0)
+      issue(ctx, ['heads'], `a divisor of hiddenSize ${em.hiddenSize} leaving an even head size`, em.heads);
+    else if (em.heads % em.kvHeads !== 0) issue(ctx, ['kvHeads'], `a divisor of heads ${em.heads}`, em.kvHeads);
+  }) as Section<typeof embeddedModelShape>,
   /** Held-out tasks for evaluation when tasksFile is set: the last `evalTasks` of the file. */
-  evalTasks: number;
+  evalTasks: int(1).default(12),
   /**
    * Write every phase's rollout records to `<out>/rollouts/<phase>.msgpack` (readRollouts reads
    * them back; verl's rollout_data_dir). Default true.
    */
-  saveRollouts: boolean;
+  saveRollouts: bool().default(true),
   /**
    * Where episodes run. With 'docker', each task runs (and is graded) in `taskImage(task, image)`:
    * its own `image`, else SWE-bench's name for the instance, else this `image`, else
    * node:20-bookworm.
    */
-  sandbox: { kind: 'local' | 'docker'; image?: string };
+  sandbox: section(sandboxShape) as Section<typeof sandboxShape>,
   /** 'remote': an OpenAI-compatible server at `url` serving `model` (evaluation-only runs). */
-  engine: { backend: 'local' | 'remote'; url?: string; model?: string; kvBlocks: number; maxBatchTokens: number };
-  episode: {
-    maxTurns: number;
-    maxTokensPerTurn: number;
-    maxContextTokens: number;
-    commandTimeoutMs: number;
-    episodeTimeoutMs: number;
-    concurrency: number;
-    maxObservationChars: number;
-    /**
-     * Mask test runners' wall-clock figures (`duration_ms`, pytest's `in 0.12s`) in observations
-     * (maskTimings), so that rollouts are a function of the seed and the weights (default true).
-     */
-    maskTimings: boolean;
-    /**
-     * The scaffold's prompts: 'paper' (the paper's layout), 'compact' (scaffoldPrompts), or 'auto'
-     * (the default): compact for the embedded model trained from scratch, paper for a `modelDir`.
-     */
-    prompt: 'auto' | 'paper' | 'compact';
-  };
-  warmStart: {
-    enabled: boolean;
-    demos: number;
-    noise: number;
-    /** The expert's plan (expertPolicy's style). */
-    style: 'thorough' | 'direct';
-    /**
-     * In [0, 1]: the share of the demonstrations written in another scaffold's action format
-     * (```bash fences instead of ```command, as mini-SWE-agent writes them), chosen by seed. It
-     * stands for an instruct model's prior over formats: the paper's base model fails mostly on
-     * format errors (App. E), which RFT, trained on its resolved trajectories with format-error
-     * turns masked, and RL then remove. In this scaffold such a fence is a format error.
-     */
-    foreignFormat: number;
-    /**
-     * Name augmentation (withFreshNames): each epoch, every misspelled-name demonstration gets
-     * another slip and right name from the generator's pool, through issue, observations and
-     * commands, so that the warm start teaches reading the name in the error, not remembering it.
-     */
-    freshNames: boolean;
-    /**
-     * File augmentation (withFreshFiles): each epoch, every demonstration's module gets another
-     * catalogue module's file name through issue, observations and commands, so that the warm
-     * start teaches copying the file grep printed, not remembering it (default false).
-     */
-    freshFiles: boolean;
-    /** Induction pretraining steps (copyPretrain) before the demonstrations; 0 = none. */
-    copySteps: number;
-    /**
-     * 0: every training task gives demonstrations and RFT and DAPO train on every task. N > 0: the
-     * first N training tasks give the demonstrations and RFT and DAPO train on the others, as the
-     * paper's RL tasks are not its model's fine-tuning data (RL then gains only where the policy
-     * generalises, not where it recalls a demonstration).
-     */
-    demoTasks: number;
-    epochs: number;
-    lr: number;
-    batchSize: number;
-    optimizer: OptimizerConfig;
-  };
+  engine: section(engineShape) as Section<typeof engineShape>,
+  /** An episode's limits and scaffold. */
+  episode: section(episodeShape) as Section<typeof episodeShape>,
+  /** The warm start (the embedded model): expert demonstrations and SFT on them. */
+  warmStart: section(warmStartShape) as Section<typeof warmStartShape>,
   /**
    * The embedded model's tokenizer, trained on the demonstrations: its vocabulary size and its
    * pre-tokenization (Tokenizer.train's `split`: 'identifiers', the default, keeps a name the same
    * tokens in every context so that the model can copy names it has not seen; 'stems' also cuts
    * a word's final `s` off, so that a name and its plural share tokens; 'qwen2').
    */
-  tokenizer: { vocabSize: number; split: 'qwen2' | 'identifiers' | 'stems' };
+  tokenizer: section(tokenizerShape) as Section<typeof tokenizerShape>,
   /**
    * Evaluation. The test split is read once per stage, for the results table: `k` samples per
    * task after each stage. With `every` > 0, DAPO validates after every `every` iterations
@@ -168,326 +498,127 @@ export interface PipelineConfig {
    * turn and context limits evaluations run with, 'last-stage' (the last DAPO stage's, as the
    * paper evaluates at its final stage's limits; the episode's without DAPO) or 'episode'.
    */
-  eval: { k: number; every: number; everyK: number; validationTasks: number; limits: 'last-stage' | 'episode' };
-  rft: {
-    enabled: boolean;
-    /**
-     * With N > 0, RFT samples the first N of the RL tasks and DAPO trains on the others, tasks
-     * the policy has not been fine-tuned on (with a pool of thousands, as the paper's, one RFT
-     * epoch memorises little; with tens, DAPO on RFT's own tasks mostly replays their fixes).
-     * 0 = both on all of them.
-     */
-    tasks: number;
-    samplesPerTask: number;
-    epochs: number;
-    lr: number;
-    warmupRatio: number;
-    batchSize: number;
-    /**
-     * RFT samples with the one-shot demonstration (the paper's App. F.2: a worked bug fix in the
-     * scaffold's format, appended to the system prompt) when it samples from the base policy.
-     * The demonstration is not part of the trained samples' prompt.
-     */
-    oneShot: boolean;
-    optimizer: OptimizerConfig;
-  };
-  dapo: {
-    enabled: boolean;
-    stages: DapoStageConfig[];
-    samplesPerTask: number;
-    stepsPerIteration: number;
-    /** Trajectories per optimizer step, the stages' default (DapoStageConfig.batchSize); 0 = stepsPerIteration. */
-    batchSize: number;
-    /**
-     * Passes over each iteration's samples (verl's `ppo_epochs`, TRL's `num_iterations`); each
-     * pass takes `stepsPerIteration` steps over a fresh shuffle. 1 = the paper's (each sample once).
-     */
-    epochs: number;
-    lr: number;
-    /**
-     * The learning rate over DAPO's iterations: 'constant' (the paper's), or 'cosine' from `lr` at
-     * the first iteration to `lr · minLrRatio` after the last (verl's `lr_scheduler_type`).
-     */
-    lrSchedule: 'constant' | 'cosine';
-    minLrRatio: number;
-    clipLow: number;
-    clipHigh: number;
-    agg: LossAggregation;
-    /**
-     * Dr.GRPO's constant for agg 'seq-mean-token-sum-norm': each sample's token sum is divided by
-     * it. 0 (the default) = the stage's generation budget, maxTurns × episode.maxTokensPerTurn
-     * (Dr.GRPO divides by the max generation length).
-     */
-    normLength: number;
-    estimator: 'grpo' | 'drgrpo' | 'rloo';
-    dropZeroAdvantage: boolean;
-    /**
-     * DAPO's dynamic-sampling refill: rounds of extra tasks sampled (from the stage's pool, not yet
-     * used this iteration) until `tasksPerIteration` groups have a non-zero advantage; 0 = off.
-     */
-    refillRounds: number;
-    filterOverlong: boolean;
-    /**
-     * Whether turns with a format error carry no gradient in RL (true, the default, as in RFT);
-     * false trains them with their episode's advantage, so that a failed episode's malformed turns
-     * are pushed down too (the paper does not say which it did).
-     */
-    maskFormatErrors: boolean;
-    /** Weight of the k3 KL penalty to a frozen reference (the policy where DAPO starts); 0 = off. */
-    klCoef: number;
-    entropyCoef: number;
-    temperature: number;
-    topP: number;
-    topK: number;
-    minP: number;
-    /** The paper's turn penalty (turnPenalty) on DAPO's rewards, with each stage's threshold. */
-    turnPenalty: boolean;
-    /** The stages' default turn-penalty threshold (DapoStageConfig.turnPenaltyThreshold). */
-    turnPenaltyThreshold: number;
-    /**
-     * Between stages, tasks whose success rate over the stage's iterations is at least this are
-     * dropped as easy, and tasks never solved as unsolvable (the paper's curriculum: 2/3). 1 drops
-     * only the tasks solved every time.
-     */
-    easyTaskThreshold: number;
-    optimizer: OptimizerConfig;
-  };
+  eval: section(evalShape, (e, ctx) => {
+    if (e.every > 0 && e.validationTasks === 0)
+      issue(
+        ctx,
+        ['validationTasks'],
+        'at least 1 with eval.every > 0 (DAPO validates on the validation split, never on the test split)',
+        0,
+      );
+  }) as Section<typeof evalShape>,
+  /** Rejection-sampling fine-tuning: the policy's resolved trajectories, trained on by SFT. */
+  rft: section(rftShape) as Section<typeof rftShape>,
+  /** DAPO: the RL stages and their loss, sampling and optimizer. */
+  dapo: dapoSection as DapoSchema,
   /**
    * Which checkpoints a finished run keeps in `<out>/checkpoints/`: 'stages' (the default) keeps
    * each finished stage's (base, RFT, the final DAPO iteration) and the latest one; 'all' keeps
    * every iteration's; 'last' only the latest. The KL reference stays while DAPO needs it.
    */
-  checkpoints: { keep: 'stages' | 'all' | 'last' };
-}
-
-/** The SFT phases' AdamW (transformers' Trainer's weight decay 0.01). */
-const SFT_OPTIMIZER: OptimizerConfig = { weightDecay: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, maxGradNorm: 1 };
-/** The paper's AdamW for RFT and RL (App. C). */
-const PAPER_OPTIMIZER: OptimizerConfig = { weightDecay: 0.1, beta1: 0.9, beta2: 0.999, eps: 1e-8, maxGradNorm: 1 };
-/** DAPO's AdamW as the embedded presets use it (no weight decay). */
-const RL_OPTIMIZER: OptimizerConfig = { weightDecay: 0, beta1: 0.9, beta2: 0.999, eps: 1e-8, maxGradNorm: 1 };
-
-/** A DAPO stage as a config file or preset gives it: the fields not given come from the dapo section. */
-export type DapoStageInput = Pick<
-  DapoStageConfig,
-  'iterations' | 'maxTurns' | 'maxContextTokens' | 'tasksPerIteration'
-> &
-  Partial<DapoStageConfig>;
-
-/** A preset: a config whose stages may leave per-stage settings to the dapo section (resolveConfig fills them). */
-export type PresetConfig = Omit<PipelineConfig, 'dapo'> & {
-  dapo: Omit<PipelineConfig['dapo'], 'stages'> & { stages: DapoStageInput[] };
+  checkpoints: section({ keep: oneOf(['stages', 'all', 'last']).default('stages') }),
 };
 
-const BASE: Omit<PresetConfig, 'preset'> = {
-  seed: 1,
-  modelDir: null,
-  tasksFile: null,
-  miniSwe: {
-    trainTasks: 32,
-    testTasks: 12,
-    difficulty: 0,
-    kinds: null,
-    renameLocals: false,
-    issue: 'reproduction',
-    catalogue: 'core',
-    distinctSites: false,
-  },
-  embeddedModel: { hiddenSize: 256, layers: 6, heads: 4, kvHeads: 2, intermediateSize: 768 },
-  evalTasks: 12,
-  saveRollouts: true,
-  sandbox: { kind: 'local' },
-  engine: { backend: 'local', kvBlocks: 8192, maxBatchTokens: 2048 },
-  episode: {
-    maxTurns: 12,
-    maxTokensPerTurn: 160,
-    maxContextTokens: 6144,
-    commandTimeoutMs: 20_000,
-    episodeTimeoutMs: 180_000,
-    concurrency: 16,
-    maxObservationChars: 2000,
-    maskTimings: true,
-    prompt: 'auto',
-  },
-  warmStart: {
-    enabled: true,
-    demos: 48,
-    noise: 0.3,
-    style: 'thorough',
-    foreignFormat: 0,
-    freshNames: false,
-    freshFiles: false,
-    copySteps: 0,
-    demoTasks: 0,
-    epochs: 2,
-    lr: 2e-3,
-    batchSize: 8,
-    optimizer: { ...SFT_OPTIMIZER },
-  },
-  tokenizer: { vocabSize: 2048, split: 'identifiers' },
-  eval: { k: 2, every: 0, everyK: 0, validationTasks: 0, limits: 'last-stage' },
-  rft: {
-    enabled: true,
-    tasks: 0,
-    samplesPerTask: 2,
-    epochs: 2,
-    lr: 5e-4,
-    warmupRatio: 0.1,
-    batchSize: 8,
-    oneShot: false,
-    optimizer: { ...SFT_OPTIMIZER },
-  },
-  dapo: {
-    enabled: true,
-    stages: [{ iterations: 3, maxTurns: 12, maxContextTokens: 6144, tasksPerIteration: 8 }],
-    samplesPerTask: 4,
-    stepsPerIteration: 2,
-    batchSize: 0,
-    epochs: 1,
-    lr: 3e-4,
-    lrSchedule: 'constant',
-    minLrRatio: 0,
-    clipLow: 0.2,
-    clipHigh: 0.28,
-    agg: 'token-mean',
-    normLength: 0,
-    estimator: 'grpo',
-    dropZeroAdvantage: true,
-    refillRounds: 0,
-    filterOverlong: false,
-    maskFormatErrors: true,
-    klCoef: 0,
-    entropyCoef: 0,
-    temperature: 1,
-    topP: 1,
-    topK: 0,
-    minP: 0,
-    turnPenalty: true,
-    turnPenaltyThreshold: 10,
-    easyTaskThreshold: 2 / 3,
-    optimizer: { ...RL_OPTIMIZER },
-  },
-  checkpoints: { keep: 'stages' },
-};
+/** The config's fields, every section, before the rules between sections. */
+const configFields: Strict<typeof configShape> = strict(configShape);
 
 /**
- * The presets: `default` (the embedded run, at most 25 minutes on 2 cores) and `smoke` (under 2).
- * The smoke run is small but trains in every stage: a 0.5 M-parameter model learns the four
- * training tasks' direct fixes by heart (warm-start loss 6.2 -> 0.02), a quarter of them in
- * another scaffold's fences, so that its samples at temperature 1 solve some and fail others: RFT
- * keeps a few resolved trajectories and DAPO's groups are mixed (seeds 1 and 2: 3 and 2 kept of
- * 24; DAPO trained 8 to 12 samples every iteration). It does not generalise to the held-out tasks;
- * it is there to show that every stage, checkpoint and resume path works, quickly.
- * The default is the task design and budget the learnability probes found a model trained from
- * scratch can learn on 2 cores (docs/results.md): name slips whose issue is the error
- * alone, every task with its own local names (renameLocals, so a name must be read, not
- * recalled), the direct expert, a 0.9 M-parameter model with copy pretraining and the
- * 'identifiers' tokenizer, the compact prompt, demonstrations from half the training tasks and
- * RL on the other half. The warm start swaps every demonstration's names afresh each epoch
- * (freshNames), so the base copies the name in the error; half of the demonstrations write
- * another scaffold's fences (foreignFormat 0.5), so that, like the paper's base model, it fails
- * mostly on format errors, per episode at random, which RFT and DAPO learn away from the reward.
- * RFT samples 10 per task and trains one epoch, as the paper does: with 3 samples its kept count
- * swung from 4 to 13 between runs on different machines, and with 4 it changed nothing. DAPO
- * samples 8 per task, so that few groups are flat, with format-error turns trained, on 8 tasks per
- * iteration in 2 optimizer steps of 32 samples (4 groups) each, the paper's shape of many
- * trajectories per step (128) and 2-8 steps per iteration: with 4 steps of 8 samples (one group)
- * per step, the updates read as noise, and DAPO ended below RFT on seeds 1 and 2. It refills flat groups from the iteration's unused tasks for up to 2
- * rounds (DAPO's dynamic sampling), so that every step trains on full groups: without refill, seed
- * 2's iterations trained 0 to 16 samples and DAPO ended below RFT.
- * It evaluates 48 held-out tasks 8 times each (384 episodes): at 24 tasks and k = 3 one
- * evaluation was several points off (a checkpoint read 38.9% at k = 3 and 29.5% at k = 12), and
- * the held-out tasks' second half is harder than the first.
+ * The whole config: every section, with the rules between sections (crossChecks). Its input is a
+ * config file's (every field optional), its output a resolved config (PipelineConfig).
  */
-export const PRESETS: Record<string, PresetConfig> = {
-  default: {
-    preset: 'default',
-    ...structuredClone(BASE),
-    miniSwe: {
-      trainTasks: 64,
-      testTasks: 48,
-      difficulty: 0,
-      kinds: ['misspelled-name'],
-      renameLocals: true,
-      issue: 'error',
-      catalogue: 'core',
-      distinctSites: false,
-    },
-    embeddedModel: { hiddenSize: 128, layers: 4, heads: 4, kvHeads: 2, intermediateSize: 384 },
-    episode: { ...BASE.episode, maxTurns: 7, maxTokensPerTurn: 96, maxContextTokens: 3072, concurrency: 32 },
-    warmStart: {
-      enabled: true,
-      demos: 96,
-      noise: 0.2,
-      style: 'direct',
-      foreignFormat: 0.5,
-      freshNames: true,
-      freshFiles: false,
-      copySteps: 1500,
-      demoTasks: 32,
-      epochs: 30,
-      lr: 1e-3,
-      batchSize: 4,
-      optimizer: { ...SFT_OPTIMIZER },
-    },
-    eval: { ...BASE.eval, k: 8 },
-    rft: { ...structuredClone(BASE.rft), samplesPerTask: 10, epochs: 1, lr: 2e-4, batchSize: 4 },
-    dapo: {
-      ...structuredClone(BASE.dapo),
-      lr: 1e-4,
-      samplesPerTask: 8,
-      stepsPerIteration: 2,
-      refillRounds: 2,
-      maskFormatErrors: false,
-      turnPenaltyThreshold: 5,
-      stages: [{ iterations: 8, maxTurns: 7, maxContextTokens: 3072, tasksPerIteration: 8 }],
-    },
-  },
-  smoke: {
-    preset: 'smoke',
-    ...structuredClone(BASE),
-    miniSwe: {
-      trainTasks: 4,
-      testTasks: 3,
-      difficulty: 0,
-      kinds: ['misspelled-name'],
-      renameLocals: false,
-      issue: 'error',
-      catalogue: 'core',
-      distinctSites: false,
-    },
-    embeddedModel: { hiddenSize: 128, layers: 2, heads: 4, kvHeads: 2, intermediateSize: 384 },
-    episode: { ...BASE.episode, maxTurns: 6, maxTokensPerTurn: 96, maxContextTokens: 2048, concurrency: 8 },
-    warmStart: {
-      enabled: true,
-      demos: 4,
-      noise: 0,
-      style: 'direct',
-      foreignFormat: 0.25,
-      freshNames: false,
-      freshFiles: false,
-      copySteps: 0,
-      demoTasks: 0,
-      epochs: 120,
-      lr: 3e-3,
-      batchSize: 2,
-      optimizer: { ...SFT_OPTIMIZER },
-    },
-    tokenizer: { ...BASE.tokenizer, vocabSize: 1200 },
-    eval: { ...BASE.eval },
-    rft: { ...structuredClone(BASE.rft), samplesPerTask: 6, epochs: 1, lr: 2e-4, batchSize: 4 },
-    dapo: {
-      ...structuredClone(BASE.dapo),
-      lr: 1e-4,
-      samplesPerTask: 4,
-      stepsPerIteration: 1,
-      refillRounds: 1,
-      maskFormatErrors: false,
-      turnPenalty: false,
-      stages: [{ iterations: 2, maxTurns: 6, maxContextTokens: 2048, tasksPerIteration: 3 }],
-    },
-  },
-};
+export const pipelineConfigSchema: Strict<typeof configShape> = configFields.superRefine(crossChecks, {
+  when: clean,
+});
+
+/** The rules between sections, on a config whose every field is valid (stages filled). */
+function crossChecks(c: z.output<typeof configFields>, ctx: Ctx): void {
+  if (c.engine.backend === 'remote') {
+    if (c.engine.url === undefined) issue(ctx, ['engine', 'url'], 'the server URL (backend remote)', undefined);
+    else if (c.modelDir === null)
+      issue(ctx, ['modelDir'], 'the served model folder (its tokenizer), with backend remote', null);
+    else {
+      const training = (['warmStart', 'rft', 'dapo'] as const).filter((k) => c[k].enabled);
+      if (training[0])
+        issue(
+          ctx,
+          [training[0], 'enabled'],
+          "false with engine.backend 'remote' (the pipeline updates weights in process; a remote server evaluates only)",
+          true,
+        );
+    }
+  }
+  if (c.miniSwe.issue === 'error' && c.warmStart.enabled && c.warmStart.style === 'thorough')
+    issue(
+      ctx,
+      ['warmStart', 'style'],
+      "'direct' with miniSwe.issue 'error' (the thorough expert reproduces with the issue's script)",
+      c.warmStart.style,
+    );
+  if (c.warmStart.freshFiles && c.tasksFile !== null)
+    issue(
+      ctx,
+      ['warmStart', 'freshFiles'],
+      "false with a tasksFile (it names files after the mini-SWE catalogue's modules)",
+      true,
+    );
+  if (c.tasksFile === null && c.modelDir === null && c.warmStart.demoTasks >= c.miniSwe.trainTasks)
+    issue(
+      ctx,
+      ['warmStart', 'demoTasks'],
+      `0 or fewer than miniSwe.trainTasks (${c.miniSwe.trainTasks}), to leave tasks for RL`,
+      c.warmStart.demoTasks,
+    );
+  else if (
+    c.tasksFile === null &&
+    c.modelDir === null &&
+    c.rft.tasks > 0 &&
+    c.rft.enabled &&
+    c.dapo.enabled &&
+    c.warmStart.demoTasks + c.rft.tasks >= c.miniSwe.trainTasks
+  )
+    issue(
+      ctx,
+      ['rft', 'tasks'],
+      `0 or fewer than the RL tasks (miniSwe.trainTasks ${c.miniSwe.trainTasks} less warmStart.demoTasks ${c.warmStart.demoTasks}), to leave tasks for DAPO`,
+      c.rft.tasks,
+    );
+  if (c.preset === 'paper' && (c.modelDir === null || c.tasksFile === null))
+    issue(
+      ctx,
+      [c.modelDir === null ? 'modelDir' : 'tasksFile'],
+      "a model folder and a tasks file with preset 'paper' (it trains a real model on real tasks)",
+      null,
+    );
+  // Every episode must fit the KV cache alone (the engine preempts under pressure, but one
+  // conversation larger than the cache would fail with PROMPT_TOO_LONG mid-run).
+  const longest = Math.max(c.episode.maxContextTokens, ...c.dapo.stages.map((st) => st.maxContextTokens));
+  if (c.engine.backend === 'local' && c.engine.kvBlocks * 16 < longest + c.episode.maxTokensPerTurn)
+    issue(
+      ctx,
+      ['engine', 'kvBlocks'],
+      `at least ${Math.ceil((longest + c.episode.maxTokensPerTurn) / 16)} (16-token blocks for the longest episode)`,
+      c.engine.kvBlocks,
+    );
+}
+
+// --- Types, from the schema. ---
+
+/** Everything a run needs: a resolved config, every field set, the DAPO stages complete. */
+export type PipelineConfig = z.output<typeof pipelineConfigSchema>;
+/**
+ * A config as a preset or a JSON config file gives it: every field optional (a preset's are over
+ * the schema's defaults, a file's over its preset), a DAPO stage with its four required fields.
+ */
+export type PresetConfig = z.input<typeof pipelineConfigSchema>;
+/**
+ * AdamW's settings for one training phase. The paper's (arXiv 2508.03501, App. C), for RFT and
+ * both RL stages: weight decay 0.1, betas 0.9 / 0.999, eps 1e-8, gradient clipping 1.0.
+ */
+export type OptimizerConfig = z.output<Section<OptimizerShape>>;
+/** A DAPO stage as a config file or preset gives it: the fields not given come from the dapo section. */
+export type DapoStageInput = z.input<typeof dapoStageSchema>;
+
+// --- Presets. ---
 
 /**
  * The paper's RL (arXiv 2508.03501, §4, App. C) for a real model and task file: set `modelDir`
@@ -501,14 +632,14 @@ export const PRESETS: Record<string, PresetConfig> = {
  * are not in the paper's text (over 100 in all); 50 + 50 is a placeholder to set. Evaluation
  * uses the last stage's limits, as the paper evaluates at 131k.
  */
-PRESETS.paper = {
-  ...structuredClone(PRESETS.default as PresetConfig),
+const PAPER: PresetConfig = {
   preset: 'paper',
-  miniSwe: { ...structuredClone(BASE.miniSwe) },
-  warmStart: { ...structuredClone(BASE.warmStart), enabled: false },
-  episode: { ...BASE.episode, maxTurns: 40, maxTokensPerTurn: 4096, maxContextTokens: 65536, prompt: 'paper' },
-  engine: { ...BASE.engine, kvBlocks: 8448 },
-  eval: { k: 10, every: 0, everyK: 0, validationTasks: 0, limits: 'last-stage' },
+  // Not read with a modelDir (which this preset requires): the embedded default's shape.
+  embeddedModel: { hiddenSize: 128, layers: 4, heads: 4, kvHeads: 2, intermediateSize: 384 },
+  warmStart: { enabled: false },
+  episode: { maxTurns: 40, maxTokensPerTurn: 4096, maxContextTokens: 65536, prompt: 'paper' },
+  engine: { kvBlocks: 8448 },
+  eval: { k: 10, limits: 'last-stage' },
   rft: {
     enabled: true,
     tasks: 0,
@@ -518,20 +649,27 @@ PRESETS.paper = {
     warmupRatio: 0.1,
     batchSize: 64,
     oneShot: true,
-    optimizer: { ...PAPER_OPTIMIZER },
+    optimizer: { weightDecay: 0.1 },
   },
   dapo: {
-    ...structuredClone(BASE.dapo),
     samplesPerTask: 10,
+    epochs: 1,
     lr: 1e-6,
+    lrSchedule: 'constant',
     batchSize: 128,
+    clipLow: 0.2,
     clipHigh: 0.3,
+    agg: 'token-mean',
+    estimator: 'grpo',
+    klCoef: 0,
+    dropZeroAdvantage: true,
     refillRounds: 0,
+    filterOverlong: false,
     maskFormatErrors: true,
     turnPenalty: true,
     turnPenaltyThreshold: 10,
     easyTaskThreshold: 2 / 3,
-    optimizer: { ...PAPER_OPTIMIZER },
+    optimizer: { weightDecay: 0.1 },
     stages: [
       {
         iterations: 50,
@@ -559,6 +697,23 @@ PRESETS.paper = {
   },
 };
 
+/**
+ * The presets, each a partial config over the schema's defaults: `default` and `smoke` (the
+ * embedded default's, src/embedded/presets.ts) and `paper` (the paper's RL for a real model). They
+ * are frozen: resolveConfig returns fresh objects.
+ */
+export const PRESETS: Readonly<Record<string, PresetConfig>> = Object.freeze({
+  ...Object.fromEntries(Object.entries(EMBEDDED_PRESETS).map(([k, p]) => [k, deepFreeze(structuredClone(p))])),
+  paper: deepFreeze(PAPER),
+});
+
+function deepFreeze<T>(v: T): T {
+  if (typeof v === 'object' && v !== null) for (const x of Object.values(v)) deepFreeze(x);
+  return Object.freeze(v);
+}
+
+// --- Resolving. ---
+
 /** The scaffold prompt a run uses: episode.prompt, with 'auto' resolved by the policy model. */
 export function promptStyleOf(c: PipelineConfig): 'paper' | 'compact' {
   if (c.episode.prompt !== 'auto') return c.episode.prompt;
@@ -572,357 +727,66 @@ function fail(field: string, expected: string, got: unknown): never {
   );
 }
 
-type Spec = 'int+' | 'int0' | 'num+' | 'num0' | 'unit' | 'bool' | 'str?' | 'object' | string[];
-
-/** An optimizer section: AdamW's settings, each in its range. */
-function checkOptimizer(o: unknown, path: string): void {
-  if (typeof o !== 'object' || o === null || Array.isArray(o)) fail(path.replace(/\.$/, ''), 'an object', o);
-  check(
-    o as Record<string, unknown>,
-    { weightDecay: 'num0', beta1: 'unit', beta2: 'unit', eps: 'num+', maxGradNorm: 'num0' },
-    path,
-  );
-  const { beta1, beta2 } = o as OptimizerConfig;
-  if (beta1 >= 1) fail(`${path}beta1`, 'in [0, 1)', beta1);
-  if (beta2 >= 1) fail(`${path}beta2`, 'in [0, 1)', beta2);
-}
-
-/** Checks one object against a spec, field by field, rejecting unknown fields. */
-function check(obj: Record<string, unknown>, spec: Record<string, Spec>, path: string): void {
-  for (const k of Object.keys(obj)) if (!(k in spec)) fail(`${path}${k}`, `one of ${Object.keys(spec).join(', ')}`, k);
-  for (const [k, s] of Object.entries(spec)) {
-    const v = obj[k];
-    const f = `${path}${k}`;
-    if (Array.isArray(s)) {
-      if (!s.includes(v as string)) fail(f, s.map((x) => `'${x}'`).join(' | '), v);
-    } else if (s === 'bool') {
-      if (typeof v !== 'boolean') fail(f, 'true or false', v);
-    } else if (s === 'object') {
-      if (typeof v !== 'object' || v === null || Array.isArray(v)) fail(f, 'an object', v);
-    } else if (s === 'str?') {
-      if (v !== null && v !== undefined && typeof v !== 'string') fail(f, 'a string or null', v);
-    } else {
-      if (typeof v !== 'number' || !Number.isFinite(v)) fail(f, 'a number', v);
-      if ((s === 'int+' || s === 'int0') && !Number.isInteger(v)) fail(f, 'an integer', v);
-      if ((s === 'int+' || s === 'num+') && v <= 0) fail(f, 'greater than 0', v);
-      if ((s === 'int0' || s === 'num0') && v < 0) fail(f, '0 or more', v);
-      if (s === 'unit' && (v < 0 || v > 1)) fail(f, 'in [0, 1]', v);
-    }
-  }
-}
-
-function merge<T>(base: T, over: unknown, path: string): T {
-  if (over === undefined) return structuredClone(base);
-  if (Array.isArray(base)) return over as T;
-  if (typeof base === 'object' && base !== null) {
-    if (typeof over !== 'object' || over === null || Array.isArray(over))
-      fail(path.replace(/\.$/, '') || 'config', 'an object', over);
-    const out: Record<string, unknown> = { ...(base as Record<string, unknown>) };
-    for (const [k, v] of Object.entries(over as Record<string, unknown>))
-      out[k] = k in out ? merge(out[k], v, `${path}${k}.`) : v;
-    return out as T;
-  }
-  return over as T;
-}
-
-/** A preset's config with `overrides` merged in, validated. INVALID_CONFIG names the bad field. */
-export function resolveConfig(overrides: unknown = {}, preset = 'default'): PipelineConfig {
-  const base = PRESETS[preset];
-  if (!base) fail('preset', Object.keys(PRESETS).join(' | '), preset);
-  const c = merge(base, overrides, '') as unknown as PipelineConfig;
-  const top = c as unknown as Record<string, unknown>;
-  const sections = [
-    'miniSwe',
-    'embeddedModel',
-    'sandbox',
-    'engine',
-    'episode',
-    'warmStart',
-    'tokenizer',
-    'eval',
-    'rft',
-    'dapo',
-    'checkpoints',
-  ];
-  for (const k of sections)
-    if (typeof top[k] !== 'object' || top[k] === null || Array.isArray(top[k])) fail(k, 'an object', top[k]);
-  const scalars = Object.fromEntries(Object.entries(top).filter(([k]) => !sections.includes(k)));
-  const scalarSpec: Record<string, Spec> = {
-    preset: 'str?',
-    seed: 'int0',
-    modelDir: 'str?',
-    tasksFile: 'str?',
-    evalTasks: 'int+',
-    saveRollouts: 'bool',
-  };
-  // An unknown top-level key names every valid one, the sections too (not only the scalars).
-  for (const k of Object.keys(scalars))
-    if (!(k in scalarSpec)) fail(k, `one of ${[...Object.keys(scalarSpec), ...sections].join(', ')}`, k);
-  check(scalars, scalarSpec, '');
-  check(c.checkpoints as never, { keep: ['stages', 'all', 'last'] }, 'checkpoints.');
-  const ms = c.miniSwe as unknown as Record<string, unknown>;
-  check(
-    { ...ms, kinds: undefined },
-    {
-      trainTasks: 'int+',
-      testTasks: 'int+',
-      difficulty: 'int0',
-      kinds: 'str?',
-      renameLocals: 'bool',
-      issue: ['reproduction', 'error'],
-      catalogue: ['core', 'wide'],
-      distinctSites: 'bool',
-    },
-    'miniSwe.',
-  );
-  if (
-    ms.kinds !== null &&
-    (!Array.isArray(ms.kinds) ||
-      ms.kinds.length === 0 ||
-      ms.kinds.some((k) => !(BUG_KINDS as readonly string[]).includes(k as string)))
-  )
-    fail('miniSwe.kinds', `null or a non-empty array of ${BUG_KINDS.join(', ')}`, ms.kinds);
-  check(
-    c.embeddedModel as never,
-    { hiddenSize: 'int+', layers: 'int+', heads: 'int+', kvHeads: 'int+', intermediateSize: 'int+' },
-    'embeddedModel.',
-  );
-  const em = c.embeddedModel;
-  if (em.hiddenSize % em.heads !== 0 || (em.hiddenSize / em.heads) % 2 !== 0)
-    fail('embeddedModel.heads', `a divisor of hiddenSize ${em.hiddenSize} leaving an even head size`, em.heads);
-  if (em.heads % em.kvHeads !== 0) fail('embeddedModel.kvHeads', `a divisor of heads ${em.heads}`, em.kvHeads);
-  if (c.miniSwe.difficulty > 3) fail('miniSwe.difficulty', 'in [0, 3]', c.miniSwe.difficulty);
-  const sb = c.sandbox as unknown as Record<string, unknown>;
-  check({ kind: sb.kind }, { kind: ['local', 'docker'] }, 'sandbox.');
-  if (sb.image !== undefined && typeof sb.image !== 'string') fail('sandbox.image', 'an image name', sb.image);
-  for (const k of Object.keys(sb)) if (k !== 'kind' && k !== 'image') fail(`sandbox.${k}`, 'kind or image', k);
-  const en = c.engine as unknown as Record<string, unknown>;
-  check(
-    { backend: en.backend, kvBlocks: en.kvBlocks, maxBatchTokens: en.maxBatchTokens },
-    { backend: ['local', 'remote'], kvBlocks: 'int+', maxBatchTokens: 'int+' },
-    'engine.',
-  );
-  if (en.backend === 'remote') {
-    if (typeof en.url !== 'string') fail('engine.url', 'the server URL (backend remote)', en.url);
-    if (typeof c.modelDir !== 'string')
-      fail('modelDir', 'the served model folder (its tokenizer), with backend remote', c.modelDir);
-    const training = ['warmStart', 'rft', 'dapo'].filter((k) => (top[k] as { enabled: boolean }).enabled);
-    if (training.length > 0)
-      fail(
-        `${training[0]}.enabled`,
-        "false with engine.backend 'remote' (the pipeline updates weights in process; a remote server evaluates only)",
-        true,
-      );
-  }
-  if (en.model !== undefined && typeof en.model !== 'string') fail('engine.model', 'the served model name', en.model);
-  check(
-    c.episode as never,
-    {
-      prompt: ['auto', 'paper', 'compact'],
-      maxTurns: 'int+',
-      maxTokensPerTurn: 'int+',
-      maxContextTokens: 'int+',
-      commandTimeoutMs: 'int+',
-      episodeTimeoutMs: 'int+',
-      concurrency: 'int+',
-      maxObservationChars: 'int+',
-      maskTimings: 'bool',
-    },
-    'episode.',
-  );
-  check(
-    c.warmStart as never,
-    {
-      enabled: 'bool',
-      demos: 'int0',
-      noise: 'unit',
-      style: ['thorough', 'direct'],
-      foreignFormat: 'unit',
-      freshNames: 'bool',
-      freshFiles: 'bool',
-      copySteps: 'int0',
-      demoTasks: 'int0',
-      epochs: 'int0',
-      lr: 'num0',
-      batchSize: 'int+',
-      optimizer: 'object',
-    },
-    'warmStart.',
-  );
-  checkOptimizer(c.warmStart.optimizer, 'warmStart.optimizer.');
-  if (c.miniSwe.issue === 'error' && c.warmStart.enabled && c.warmStart.style === 'thorough')
-    fail(
-      'warmStart.style',
-      "'direct' with miniSwe.issue 'error' (the thorough expert reproduces with the issue's script)",
-      c.warmStart.style,
-    );
-  if (c.warmStart.freshFiles && c.tasksFile !== null)
-    fail(
-      'warmStart.freshFiles',
-      "false with a tasksFile (it names files after the mini-SWE catalogue's modules)",
-      true,
-    );
-  if (c.tasksFile === null && c.modelDir === null && c.warmStart.demoTasks >= c.miniSwe.trainTasks)
-    fail(
-      'warmStart.demoTasks',
-      `0 or fewer than miniSwe.trainTasks (${c.miniSwe.trainTasks}), to leave tasks for RL`,
-      c.warmStart.demoTasks,
-    );
-  if (
-    c.tasksFile === null &&
-    c.modelDir === null &&
-    c.rft.tasks > 0 &&
-    c.rft.enabled &&
-    c.dapo.enabled &&
-    c.warmStart.demoTasks + c.rft.tasks >= c.miniSwe.trainTasks
-  )
-    fail(
-      'rft.tasks',
-      `0 or fewer than the RL tasks (miniSwe.trainTasks ${c.miniSwe.trainTasks} less warmStart.demoTasks ${c.warmStart.demoTasks}), to leave tasks for DAPO`,
-      c.rft.tasks,
-    );
-  check(c.tokenizer as never, { vocabSize: 'int+', split: ['qwen2', 'identifiers', 'stems'] }, 'tokenizer.');
-  if (c.tokenizer.vocabSize < 300) fail('tokenizer.vocabSize', 'at least 300', c.tokenizer.vocabSize);
-  check(
-    c.eval as never,
-    { k: 'int+', every: 'int0', everyK: 'int0', validationTasks: 'int0', limits: ['last-stage', 'episode'] },
-    'eval.',
-  );
-  if (c.eval.every > 0 && c.eval.validationTasks === 0)
-    fail(
-      'eval.validationTasks',
-      'at least 1 with eval.every > 0 (DAPO validates on the validation split, never on the test split)',
-      0,
-    );
-  check(
-    c.rft as never,
-    {
-      enabled: 'bool',
-      tasks: 'int0',
-      samplesPerTask: 'int+',
-      epochs: 'int0',
-      lr: 'num0',
-      warmupRatio: 'unit',
-      batchSize: 'int+',
-      oneShot: 'bool',
-      optimizer: 'object',
-    },
-    'rft.',
-  );
-  checkOptimizer(c.rft.optimizer, 'rft.optimizer.');
-  const d = c.dapo as unknown as Record<string, unknown>;
-  if (!Array.isArray(d.stages) || d.stages.length === 0) fail('dapo.stages', 'a non-empty array', d.stages);
-  // A stage's per-stage settings default to the dapo section's (checked below, then checked again
-  // per stage), so that `dapo.clipHigh` in a config file applies to every stage that sets none.
-  const perStage = ['samplesPerTask', 'clipLow', 'clipHigh', 'batchSize', 'turnPenaltyThreshold'] as const;
-  d.stages = (d.stages as unknown[]).map((st, i) => {
-    if (typeof st !== 'object' || st === null || Array.isArray(st)) fail(`dapo.stages[${i}]`, 'an object', st);
-    const filled: Record<string, unknown> = { ...(st as Record<string, unknown>) };
-    for (const k of perStage) if (filled[k] === undefined) filled[k] = d[k];
-    check(
-      filled,
-      {
-        iterations: 'int0',
-        maxTurns: 'int+',
-        maxContextTokens: 'int+',
-        tasksPerIteration: 'int+',
-        samplesPerTask: 'int+',
-        clipLow: 'unit',
-        clipHigh: 'num0',
-        batchSize: 'int0',
-        turnPenaltyThreshold: 'int+',
-      },
-      `dapo.stages[${i}].`,
-    );
-    return filled;
-  });
-  check(
-    Object.fromEntries(Object.entries(d).filter(([k]) => k !== 'stages')),
-    {
-      enabled: 'bool',
-      samplesPerTask: 'int+',
-      stepsPerIteration: 'int+',
-      epochs: 'int+',
-      lr: 'num0',
-      lrSchedule: ['constant', 'cosine'],
-      minLrRatio: 'unit',
-      clipLow: 'unit',
-      clipHigh: 'num0',
-      agg: ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum', 'seq-mean-token-sum-norm'],
-      normLength: 'int0',
-      estimator: ['grpo', 'drgrpo', 'rloo'],
-      dropZeroAdvantage: 'bool',
-      refillRounds: 'int0',
-      filterOverlong: 'bool',
-      maskFormatErrors: 'bool',
-      klCoef: 'num0',
-      entropyCoef: 'num0',
-      temperature: 'num+',
-      topP: 'unit',
-      topK: 'int0',
-      minP: 'unit',
-      turnPenalty: 'bool',
-      turnPenaltyThreshold: 'int+',
-      easyTaskThreshold: 'num+',
-      batchSize: 'int0',
-      optimizer: 'object',
-    },
-    'dapo.',
-  );
-  if (c.dapo.easyTaskThreshold > 1) fail('dapo.easyTaskThreshold', 'in (0, 1]', c.dapo.easyTaskThreshold);
-  checkOptimizer(c.dapo.optimizer, 'dapo.optimizer.');
-  // The turn penalty (turnPenalty) needs threshold < maxTurns in every stage: at equality the
-  // paper's formula is 0/0 at the last turn, and above it the penalty could never apply.
-  if (c.dapo.enabled && c.dapo.turnPenalty)
-    c.dapo.stages.forEach((st, i) => {
-      if (st.turnPenaltyThreshold >= st.maxTurns)
-        fail(
-          st.turnPenaltyThreshold === c.dapo.turnPenaltyThreshold &&
-            !(overrides as { dapo?: { stages?: unknown } })?.dapo?.stages
-            ? 'dapo.turnPenaltyThreshold'
-            : `dapo.stages[${i}].turnPenaltyThreshold`,
-          `below dapo.stages[${i}].maxTurns (${st.maxTurns}) with dapo.turnPenalty (set dapo.turnPenalty false for none)`,
-          st.turnPenaltyThreshold,
-        );
-    });
-  if (c.preset === 'paper' && (c.modelDir === null || c.tasksFile === null))
-    fail(
-      c.modelDir === null ? 'modelDir' : 'tasksFile',
-      "a model folder and a tasks file with preset 'paper' (it trains a real model on real tasks)",
-      null,
-    );
-  // Every episode must fit the KV cache alone (the engine preempts under pressure, but one
-  // conversation larger than the cache would fail with PROMPT_TOO_LONG mid-run).
-  const longest = Math.max(c.episode.maxContextTokens, ...c.dapo.stages.map((st) => st.maxContextTokens));
-  if (c.engine.backend === 'local' && c.engine.kvBlocks * 16 < longest + c.episode.maxTokensPerTurn)
-    fail(
-      'engine.kvBlocks',
-      `at least ${Math.ceil((longest + c.episode.maxTokensPerTurn) / 16)} (16-token blocks for the longest episode)`,
-      c.engine.kvBlocks,
-    );
-  if (c.dapo.samplesPerTask < 2 && c.dapo.enabled)
-    fail('dapo.samplesPerTask', 'at least 2 (a group)', c.dapo.samplesPerTask);
-  checkRlSampling(c);
-  return c;
-}
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
- * Sampling filters in RL (top-p, top-k, min-p) make the engine's logprobs those of the filtered
- * distribution, which the trainer cannot reproduce: only truncated importance sampling against
- * the rollout's logprobs (the loss's `tisCap`, with recomputed old logprobs) would correct for
- * them, and the pipeline's loss (dapoLossConfig) enables no TIS. So they are refused
- * (INVALID_CONFIG) rather than warned about. A temperature other than 1 is refused too: the
- * trainer's fused LM-head loss has no logit scale yet (Trainer.policyStep refuses it as well,
- * which would fail only after the first iteration's rollouts).
+ * `over` merged into `base` (a preset's plain data), in new objects: objects key by key, anything
+ * else (arrays too) replaced whole. `base` is not changed.
  */
-function checkRlSampling(c: PipelineConfig): void {
-  const d = c.dapo;
-  const why = '(sampling filters bias the policy gradient without TIS, which the pipeline does not enable)';
-  if (d.topP < 1) fail('dapo.topP', `1 ${why}`, d.topP);
-  if (d.topK > 0) fail('dapo.topK', `0 ${why}`, d.topK);
-  if (d.minP > 0) fail('dapo.minP', `0 ${why}`, d.minP);
-  if (d.temperature !== 1)
-    fail('dapo.temperature', '1 (the trainer cannot yet train at another rollout temperature)', d.temperature);
+function merge(base: unknown, over: unknown, path: string): unknown {
+  if (over === undefined) return structuredClone(base);
+  if (!isObject(base)) return over;
+  if (!isObject(over)) fail(path || 'config', 'an object', over);
+  const out: Record<string, unknown> = structuredClone(base);
+  // defineProperty: a key such as `__proto__` stays a key (and is refused as unknown).
+  for (const [k, v] of Object.entries(over))
+    Object.defineProperty(out, k, {
+      value: Object.hasOwn(out, k) ? merge(out[k], v, path ? `${path}.${k}` : k) : v,
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
+  return out;
+}
+
+/** The first issue as INVALID_CONFIG: an unknown key first, as a misspelt key explains the rest. */
+function invalid(issues: readonly z.core.$ZodIssue[]): never {
+  const first = (issues.find((i) => i.code === 'unrecognized_keys') ?? issues[0]) as z.core.$ZodIssue;
+  let path: PropertyKey[] = first.path;
+  let got: unknown = first.input;
+  if (first.code === 'unrecognized_keys') {
+    path = [...path, first.keys[0] as string];
+    got = first.keys[0];
+  }
+  // `dapo.stages[0].clipHigh`; a key that is no identifier in brackets: `rft[" "]`.
+  const field = path
+    .map((p, i) =>
+      typeof p === 'number'
+        ? `[${p}]`
+        : typeof p === 'string' && /^[A-Za-z_$][\w$]*$/.test(p)
+          ? `${i === 0 ? '' : '.'}${p}`
+          : `[${JSON.stringify(String(p))}]`,
+    )
+    .join('');
+  fail(field || 'config', first.message, got);
+}
+
+/** A fallback for an issue no field kind words (none should reach it): the expected type. */
+const fallbackError: z.core.$ZodErrorMap = (iss) =>
+  iss.code === 'invalid_type' ? `a value of type ${iss.expected}` : undefined;
+
+/**
+ * A preset's config with `overrides` merged in (objects key by key, arrays replaced whole),
+ * validated and completed (defaults, DAPO stages filled from the dapo section). INVALID_CONFIG
+ * names the bad field, what it must be and what it is. The preset is not changed, and the config
+ * returned shares no object with it.
+ */
+export function resolveConfig(overrides: unknown = {}, preset = 'default'): PipelineConfig {
+  if (!Object.hasOwn(PRESETS, preset)) fail('preset', Object.keys(PRESETS).join(' | '), preset);
+  const merged = merge(PRESETS[preset], overrides, '');
+  const r = pipelineConfigSchema.safeParse(merged, { reportInput: true, error: fallbackError });
+  if (!r.success) invalid(r.error.issues);
+  return r.data;
 }
 
 /** Sampling filters in RL change the distribution the logprobs come from: a loud warning. */
@@ -949,8 +813,8 @@ export async function loadConfig(path: string): Promise<PipelineConfig> {
   } catch (e) {
     throw new SwerlError(`the config ${path} is not valid JSON: ${(e as Error).message}`, 'INVALID_CONFIG');
   }
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) fail('config', 'a JSON object', json);
-  const preset = (json as { preset?: unknown }).preset ?? 'default';
+  if (!isObject(json)) fail('config', 'a JSON object', json);
+  const preset = json.preset ?? 'default';
   if (typeof preset !== 'string') fail('preset', 'a preset name', preset);
   return resolveConfig(json, preset);
 }

@@ -1,9 +1,10 @@
 /**
  * The turn penalty is defined for every threshold: at threshold = maxTurns the paper's formula is
  * 0/0 on the last turn (a NaN reward that crashed the trainer), and a threshold at or above
- * maxTurns now means no penalty. resolveConfig refuses a DAPO stage whose maxTurns equals the
- * threshold, and accepts one below it (the default preset: the penalty is off there); runRollouts
- * checks the threshold before any episode runs and gives finite rewards at the equality.
+ * maxTurns means no penalty. With dapo.turnPenalty on (the default), resolveConfig refuses a
+ * DAPO stage whose threshold (its own, else the dapo section's) is not below its maxTurns, and
+ * with dapo.turnPenalty false it accepts any threshold; runRollouts checks the threshold before
+ * any episode runs and gives finite rewards at the equality.
  */
 import { describe, expect, it } from 'vitest';
 import {
@@ -68,23 +69,49 @@ describe('resolveConfig and the turn penalty', () => {
     }
   };
 
-  it('accepts a threshold above every stage (the default preset: off) or below it (on)', () => {
+  it('accepts a threshold below every stage maxTurns, and any threshold with dapo.turnPenalty false', () => {
     const d = resolveConfig();
-    expect([d.dapo.turnPenaltyThreshold, d.dapo.stages[0]?.maxTurns]).toEqual([10, 7]);
+    expect([d.dapo.turnPenalty, d.dapo.turnPenaltyThreshold, d.dapo.stages[0]?.maxTurns]).toEqual([true, 5, 7]);
+    expect(d.dapo.stages[0]?.turnPenaltyThreshold).toBe(5);
     expect(code(() => resolveConfig({ dapo: { turnPenaltyThreshold: 6 } }))).toBe('ok');
-    expect(code(() => resolveConfig({ dapo: { turnPenaltyThreshold: 8 } }))).toBe('ok');
-    expect(code(() => resolveConfig({}, 'smoke'))).toBe('ok');
+    // Off: the threshold is not used, so none is refused (the smoke preset: 10 with 6 turns).
+    for (const t of [7, 8, 100])
+      expect(code(() => resolveConfig({ dapo: { turnPenalty: false, turnPenaltyThreshold: t } }))).toBe('ok');
+    expect(resolveConfig({}, 'smoke').dapo).toMatchObject({ turnPenalty: false, turnPenaltyThreshold: 10 });
+    // A stage's own threshold below its maxTurns, the section's above it: each stage is checked with its own.
+    const stages = [
+      { iterations: 1, maxTurns: 12, maxContextTokens: 3072, tasksPerIteration: 4, turnPenaltyThreshold: 6 },
+    ];
+    expect(code(() => resolveConfig({ dapo: { turnPenaltyThreshold: 20, stages } }))).toBe('ok');
   });
 
-  it('refuses a threshold equal to a DAPO stage maxTurns, naming the field and the stage', () => {
-    expect(code(() => resolveConfig({ dapo: { turnPenaltyThreshold: 7 } }))).toMatch(
-      /^INVALID_CONFIG: config field dapo\.turnPenaltyThreshold must be below dapo\.stages\[0\]\.maxTurns \(7\)/,
-    );
+  it('refuses a threshold at or above a DAPO stage maxTurns while the penalty is on, naming the field and the stage', () => {
+    for (const t of [7, 8])
+      expect(code(() => resolveConfig({ dapo: { turnPenaltyThreshold: t } }))).toBe(
+        `INVALID_CONFIG: config field dapo.turnPenaltyThreshold must be below dapo.stages[0].maxTurns (7) with dapo.turnPenalty (set dapo.turnPenalty false for none), got ${t}; see docs/training.md, "Configs"`,
+      );
+    // The section's threshold (10) applies to both stages; the second has only 10 turns.
     const stages = [
       { iterations: 1, maxTurns: 12, maxContextTokens: 3072, tasksPerIteration: 4 },
       { iterations: 1, maxTurns: 10, maxContextTokens: 3072, tasksPerIteration: 4 },
     ];
-    expect(code(() => resolveConfig({ dapo: { stages } }))).toMatch(/dapo\.stages\[1\]\.maxTurns \(10\)/);
+    expect(code(() => resolveConfig({ dapo: { turnPenaltyThreshold: 10, stages } }))).toMatch(
+      /^INVALID_CONFIG: config field dapo\.turnPenaltyThreshold must be below dapo\.stages\[1\]\.maxTurns \(10\)/,
+    );
+    // A stage's own threshold is named as the stage's.
+    const own = [stages[0], { ...stages[1], turnPenaltyThreshold: 11 }];
+    expect(code(() => resolveConfig({ dapo: { turnPenaltyThreshold: 4, stages: own } }))).toMatch(
+      /^INVALID_CONFIG: config field dapo\.stages\[1\]\.turnPenaltyThreshold must be below dapo\.stages\[1\]\.maxTurns \(10\).*got 11/,
+    );
+    // The paper preset turns it on at 10: a stage of 10 turns is refused.
+    expect(
+      code(() =>
+        resolveConfig(
+          { modelDir: 'm', tasksFile: 't.jsonl', dapo: { stages: [{ ...stages[1], turnPenaltyThreshold: 10 }] } },
+          'paper',
+        ),
+      ),
+    ).toMatch(/dapo\.stages\[0\]\.turnPenaltyThreshold must be below dapo\.stages\[0\]\.maxTurns \(10\)/);
     // DAPO off: its stages never run, so nothing to refuse.
     expect(code(() => resolveConfig({ dapo: { enabled: false, turnPenaltyThreshold: 7 } }))).toBe('ok');
   });
