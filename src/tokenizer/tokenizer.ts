@@ -275,9 +275,10 @@ export class Tokenizer {
    * in the text (a Metaspace with `prepend_scheme: 'first'`) may differ just after a special token.
    *
    * A sentinel the template drops drops its content; one it repeats is substituted each time.
-   * The limit: a template that inspects or transforms content (`| trim`, `| tojson`,
-   * `.split('</think>')`, `startswith`) sees the sentinel, not the content, so such a branch goes the sentinel's way and
-   * the content is inserted untransformed. A template that breaks a sentinel apart (slicing or
+   * Empty contents stay empty (so `{% if message.content %}` still tests them), null or absent
+   * ones as they are. The limit: a template that inspects or transforms content (`| trim`,
+   * `| tojson`, `.split('</think>')`, `startswith`) sees the sentinel, not the content, so such a
+   * branch goes the sentinel's way and the content is inserted untransformed. A template that breaks a sentinel apart (slicing or
    * case-changing content) makes the call fall back to `encode(applyChatTemplate(messages, o))`,
    * which is refused (INVALID_ARGUMENT) when a content spells a special token. Only content is
    * protected: tool definitions, tool-call arguments and names are template text.
