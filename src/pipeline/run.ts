@@ -32,16 +32,16 @@ import { curriculumFilter } from '../rl/curriculum.js';
 import { dapoIterationLr } from '../rl/loss-config.js';
 import { writeRollouts } from '../rollout/record.js';
 import { Tokenizer } from '../tokenizer/tokenizer.js';
-import { AdamW } from '../train/adamw.js';
+import type { AdamW } from '../train/adamw.js';
 import { type PipelineConfig, rlFilterWarnings } from './config.js';
 import { withFreshFiles, withFreshNames } from './fresh-names.js';
 import { checkpointName, dapoPhase, refuseOldNames, validationPhase } from './phases.js';
 import { type RunProvenance, runProvenance } from './provenance.js';
 import { writeReport } from './report.js';
 import {
-  adamwOptions,
   copyPretrain,
   dapoIteration,
+  dapoOptimizer,
   demoSample,
   type EvalResult,
   evaluate,
@@ -170,7 +170,9 @@ interface LaterSplit {
  * and the warm start runs, on the core those leave idle; they depend only on the seed, so not on
  * when.
  */
-async function tasksFor(c: PipelineConfig): Promise<{ train: SweTask[]; heldOut: LaterSplit; validation: LaterSplit }> {
+export async function tasksFor(
+  c: PipelineConfig,
+): Promise<{ train: SweTask[]; heldOut: LaterSplit; validation: LaterSplit }> {
   const v = c.eval.validationTasks;
   if (c.tasksFile) {
     const all = await loadTasks(c.tasksFile);
@@ -492,9 +494,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     let iterationLr = c.dapo.lr;
     const lr = () => iterationLr;
     // AdamW as dapo.optimizer sets it (weight decay, betas, eps, gradient clipping).
-    const settings = { lr, ...adamwOptions(c.dapo.optimizer) };
-    const optimizer =
-      saved && (await fileExists(saved)) ? await AdamW.load(model, saved, settings) : new AdamW(model, settings);
+    const optimizer = await dapoOptimizer(model, c, lr, saved && (await fileExists(saved)) ? saved : null);
     // The KL reference: the policy as DAPO found it, kept on disk so that a resume uses the same one.
     let reference: Model | undefined;
     if (c.dapo.klCoef > 0) {

@@ -71,6 +71,20 @@ export function adamwOptions(o?: OptimizerConfig): Omit<AdamWOptions, 'lr' | 're
   return { weightDecay: o.weightDecay, betas: [o.beta1, o.beta2], eps: o.eps, maxGradNorm: o.maxGradNorm };
 }
 
+/**
+ * DAPO's optimizer: AdamW as `dapo.optimizer` sets it, at the rate `lr` gives, continuing the
+ * moments saved at `saved` (AdamW.save's file, from a DAPO checkpoint) when there is one.
+ */
+export async function dapoOptimizer(
+  model: Model,
+  c: PipelineConfig,
+  lr: number | (() => number),
+  saved: string | null = null,
+): Promise<AdamW> {
+  const settings = { lr: typeof lr === 'number' ? lr : () => lr(), ...adamwOptions(c.dapo.optimizer) };
+  return saved ? AdamW.load(model, saved, settings) : new AdamW(model, settings);
+}
+
 /** The scripted expert's trajectories on `tasks` (for the warm start), `concurrency` at a time. */
 export async function expertDemos(tasks: SweTask[], c: PipelineConfig, hooks: StageHooks): Promise<Trajectory[]> {
   const out: Trajectory[] = new Array(tasks.length);
