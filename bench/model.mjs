@@ -13,9 +13,10 @@
  *   two SFT workloads (copy pretraining: 16 samples of 20-50 tokens; the warm start: 4 samples
  *   of 450 tokens).
  */
+
+import { embeddedModelConfig } from '../dist/embedded/model.js';
 import { AdamW, EMBEDDED_MODEL_CONFIG, Model, QWEN2_5_0_5B_CONFIG, resolveConfig, Trainer } from '../dist/index.js';
 import { native } from '../dist/native.js';
-import { embeddedModelConfig } from '../dist/pipeline/run.js';
 import { mulberry32 } from '../dist/random.js';
 import { measure, progress } from './lib.mjs';
 import { runNumpy } from './sample.mjs';

@@ -13,6 +13,8 @@
  * trained on the tasks (its responses are format errors; the observations are the scaffold's
  * error message).
  */
+
+import { embeddedModelConfig } from '../dist/embedded/model.js';
 import {
   Engine,
   generateMiniSweTasks,
@@ -23,7 +25,6 @@ import {
   SYSTEM_PROMPT,
   Tokenizer,
 } from '../dist/index.js';
-import { embeddedModelConfig } from '../dist/pipeline/run.js';
 import { progress } from './lib.mjs';
 
 /** @param {import('./sample.mjs').SuiteContext & { checkpoint?: string }} ctx */

@@ -17,18 +17,13 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { copyPretrain } from '../dist/embedded/copy-pretrain.js';
+import { demoSample, expertDemos } from '../dist/embedded/demonstrations.js';
+import { embeddedModelConfig } from '../dist/embedded/model.js';
+import { tokenizerCorpus } from '../dist/embedded/tokenizer-corpus.js';
 import { Engine, generateMiniSweTasks, Model, Tokenizer } from '../dist/index.js';
 import { resolveConfig } from '../dist/pipeline/config.js';
-import { embeddedModelConfig } from '../dist/pipeline/run.js';
-import {
-  copyPretrain,
-  demoSample,
-  episodeStats,
-  evaluate,
-  expertDemos,
-  sftEpochs,
-  tokenizerCorpus,
-} from '../dist/pipeline/stages.js';
+import { episodeStats, evaluate, sftEpochs } from '../dist/pipeline/stages.js';
 
 const args = Object.fromEntries(process.argv.slice(2).map((a) => a.split('=')));
 const num = (k, d) => Number(args[k] ?? d);

@@ -30,6 +30,12 @@ export {
   systemPrompt,
 } from './agent/scaffold.js';
 export { maskTimings, TIME_MASK } from './agent/timings.js';
+export { copyPretrain } from './embedded/copy-pretrain.js';
+export { demoSample, expertDemos, inForeignFormat } from './embedded/demonstrations.js';
+export { slipPair, withFreshNames } from './embedded/fresh-names.js';
+export { embeddedModelConfig } from './embedded/model.js';
+export { bugWords, tokenizerCorpus } from './embedded/tokenizer-corpus.js';
+export { embeddedWarmStart } from './embedded/warm-start.js';
 export {
   Engine,
   type EngineOptions,
@@ -107,26 +113,19 @@ export {
   promptStyleOf,
   resolveConfig,
 } from './pipeline/config.js';
-export { slipPair, withFreshNames } from './pipeline/fresh-names.js';
 export { checkpointName, dapoPhase, parseDapoPhase, validationPhase } from './pipeline/phases.js';
 export { type RunOptions, type RunSummary, runPipeline, type StageSummary } from './pipeline/run.js';
 export {
-  bugWords,
-  copyPretrain,
   type DapoExtras,
   dapoIteration,
-  demoSample,
   type EvalResult,
   episodeStats,
   evaluate,
-  expertDemos,
-  inForeignFormat,
   type Policy as TrainedPolicy,
   rft,
   type StageHooks,
   sftEpochs,
   shuffled,
-  tokenizerCorpus,
 } from './pipeline/stages.js';
 export { type AdvantageEstimator, groupAdvantages } from './rl/advantages.js';
 export { dapoIterationLr, dapoLossConfig } from './rl/loss-config.js';

@@ -1,6 +1,6 @@
 /**
  * runPipeline: the whole job over one config, into a run folder (DESIGN.md section 6):
- * tasks → (embedded: expert demonstrations, tokenizer, warm start) → eval base → RFT → eval →
+ * tasks → (the embedded model: its warm start, src/embedded/) → eval base → RFT → eval →
  * DAPO iterations (the two-stage schedule) → eval, with metrics.jsonl, summary.json, report.html
  * and checkpoints/. After every phase and every DAPO iteration the policy is checkpointed
  * (Hugging Face safetensors and the tokenizer) and state.json records the position, both written
@@ -17,41 +17,32 @@
 import { createHash } from 'node:crypto';
 import { appendFile, mkdir, readdir, readFile, rename, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { basename, isAbsolute, join } from 'node:path';
+import { embeddedWarmStart } from '../embedded/warm-start.js';
 import { Engine } from '../engine/engine.js';
 import { RemoteEngine } from '../engine/remote.js';
-import { catalogueModules, generateMiniSweTasks } from '../env/mini-swe/generate.js';
-import { NAME_POOL } from '../env/mini-swe/mutate.js';
+import { generateMiniSweTasks } from '../env/mini-swe/generate.js';
 import { checkTasks, loadTasks, type SweTask } from '../env/tasks.js';
 import { SwerlError } from '../errors.js';
-import type { HfModelConfig } from '../model/config.js';
 import { Model } from '../model/model.js';
-import { EMBEDDED_MODEL_CONFIG } from '../model/presets.js';
 import { fileExists } from '../model/safetensors.js';
-import { mulberry32 } from '../random.js';
 import { curriculumFilter } from '../rl/curriculum.js';
 import { dapoIterationLr } from '../rl/loss-config.js';
 import { writeRollouts } from '../rollout/record.js';
 import { Tokenizer } from '../tokenizer/tokenizer.js';
 import type { AdamW } from '../train/adamw.js';
 import { type PipelineConfig, rlFilterWarnings } from './config.js';
-import { withFreshFiles, withFreshNames } from './fresh-names.js';
 import { checkpointName, dapoPhase, refuseOldNames, validationPhase } from './phases.js';
 import { type RunProvenance, runProvenance } from './provenance.js';
 import { writeReport } from './report.js';
 import {
-  copyPretrain,
   dapoIteration,
   dapoOptimizer,
-  demoSample,
   type EvalResult,
   evaluate,
-  expertDemos,
   type Policy,
   rft,
   type StageHooks,
-  sftEpochs,
   shuffled,
-  tokenizerCorpus,
 } from './stages.js';
 import { count, passFigures } from './wording.js';
 
@@ -221,21 +212,6 @@ export async function tasksFor(
   };
 }
 
-/** The embedded model's Hugging Face config: the preset's Qwen2 layout in the config's shape. */
-export function embeddedModelConfig(c: PipelineConfig, vocabSize: number): HfModelConfig {
-  const m = c.embeddedModel;
-  return {
-    ...EMBEDDED_MODEL_CONFIG,
-    vocab_size: vocabSize,
-    hidden_size: m.hiddenSize,
-    intermediate_size: m.intermediateSize,
-    num_hidden_layers: m.layers,
-    num_attention_heads: m.heads,
-    num_key_value_heads: m.kvHeads,
-    head_dim: m.hiddenSize / m.heads,
-  };
-}
-
 /** Runs the pipeline into `o.out`; returns the summary it also writes. */
 export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<RunSummary> {
   const t0 = performance.now();
@@ -371,55 +347,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     model = await Model.load(c.modelDir);
     tokenizer = await Tokenizer.load(c.modelDir);
   } else {
-    say(`expert demonstrations: ${c.warmStart.demos}`);
-    const demoTasks = Array.from({ length: c.warmStart.demos }, (_, i) => demoPool[i % demoPool.length] as SweTask);
-    const demos = await expertDemos(demoTasks, c, hooks);
-    tokenizer = Tokenizer.train(tokenizerCorpus(c, demoPool, demos), {
-      vocabSize: c.tokenizer.vocabSize,
-      split: c.tokenizer.split,
-    });
-    model = Model.random(embeddedModelConfig(c, tokenizer.vocabSize), c.seed);
-    say(`embedded model: ${(model.numParameters / 1e6).toFixed(2)} M parameters, vocabulary ${tokenizer.vocabSize}`);
-    if (c.warmStart.enabled && c.warmStart.copySteps > 0) {
-      const steps = await copyPretrain(
-        { model, tokenizer } as Policy,
-        {
-          steps: c.warmStart.copySteps,
-          batchSize: 16,
-          lr: c.warmStart.lr,
-          seed: c.seed * 13 + 1,
-          optimizer: c.warmStart.optimizer,
-        },
-        hooks,
-      );
-      say(
-        `copy pretraining: ${count(steps.length, 'step')}, loss ${steps[0]?.loss.toFixed(3)} -> ${steps.at(-1)?.loss.toFixed(3)}`,
-      );
-    }
-    if (c.warmStart.enabled && c.warmStart.epochs > 0) {
-      // With freshNames, epoch e's demonstrations carry names drawn by a seeded stream of their own.
-      // With freshFiles, the same stream then draws each demonstration's module file name.
-      const { freshNames, freshFiles } = c.warmStart;
-      const plain = freshNames || freshFiles ? null : demos.map((d) => demoSample(d, tokenizer));
-      const stems = catalogueModules(c.miniSwe.catalogue).map((m) => m.name);
-      const samples = (e: number) => {
-        if (plain) return plain;
-        const rng = mulberry32(c.seed * 611953 + e);
-        return demos.map((d) => {
-          const named = freshNames ? withFreshNames(d, NAME_POOL, rng) : d;
-          return demoSample(freshFiles ? withFreshFiles(named, stems, rng) : named, tokenizer);
-        });
-      };
-      const steps = await sftEpochs(
-        { model, tokenizer } as Policy,
-        samples,
-        { ...c.warmStart, warmupRatio: 0.05, seed: c.seed + 5, stage: 'warmstart' },
-        hooks,
-      );
-      say(
-        `warm start: ${count(steps.length, 'step')}, loss ${steps[0]?.loss.toFixed(3)} -> ${steps.at(-1)?.loss.toFixed(3)}`,
-      );
-    }
+    ({ model, tokenizer } = await embeddedWarmStart(c, demoPool, hooks, say));
     state.done.push('warmstart');
     await checkpoint('warmstart');
   }

@@ -1,22 +1,23 @@
 /**
- * The pipeline's stages as functions over one policy (a Model, its Engine and Tokenizer):
- * - expert demonstrations and the warm-start SFT on them (the embedded model's prior);
- * - evaluation: Pass@1 averaged over k runs and Pass@k on held-out tasks;
- * - RFT: k samples per task, the resolved trajectories kept, format-error turns masked, SFT with
- *   warmup + cosine;
- * - DAPO iterations: G samples per task, group advantages, zero-advantage groups dropped, several
- *   optimizer steps per iteration on the token-level clip-higher loss.
+ * The pipeline's stages as functions over one policy (a Model, its Engine and Tokenizer), for any
+ * model (the embedded model's own warm start lives in src/embedded/):
+ * - SFT epochs (the warm start's and RFT's training);
+ * - evaluation: Pass@1 averaged over k runs and Pass@k on held-out tasks, at eval.limits;
+ * - RFT: k samples per task (with rft.oneShot, the one-shot demonstration in the system prompt),
+ *   the resolved trajectories kept, format-error turns masked, SFT with warmup + cosine;
+ * - DAPO iterations: G samples per task under the stage's limits and turn penalty, group
+ *   advantages, zero-advantage groups dropped (and refilled), optimizer steps on the stage's
+ *   token-level clip-higher loss, a fixed number per iteration or one per batch of trajectories.
+ * Sampling seeds are hashes of the run seed, phase, iteration, round, task and sample (rl/seeds.ts).
  * Each reports metrics through `log` (one JSON object per event) and progress through `progress`.
  * A stage with nothing to train (no sample with a trained token: a policy that solved nothing, a
  * batch of only flat groups) does not throw: it skips the optimizer step, logs a `skipped` event
  * (or `skipped: 1` in the DAPO iteration's event) and says so in its return value.
  */
-import { runEpisode, type Trajectory } from '../agent/episode.js';
 import { systemPrompt } from '../agent/scaffold.js';
 import type { Engine } from '../engine/engine.js';
 import type { RemoteEngine } from '../engine/remote.js';
-import { expertPolicy } from '../env/mini-swe/expert.js';
-import { diffLines, JS_WORD, type SweTask } from '../env/tasks.js';
+import type { SweTask } from '../env/tasks.js';
 import { type ErrorCode, ErrorCodes, invalidArgument, SwerlError } from '../errors.js';
 import type { Model } from '../model/model.js';
 import { mulberry32 } from '../random.js';
@@ -25,7 +26,6 @@ import { dapoLossConfig } from '../rl/loss-config.js';
 import { withSystemPrompt } from '../rl/one-shot.js';
 import { policySamples, rftSamples } from '../rl/samples.js';
 import { rolloutSeeds } from '../rl/seeds.js';
-import { conversationTokens } from '../rollout/chatml.js';
 import type { RolloutRecord } from '../rollout/record.js';
 import { runRollouts } from '../rollout/rollouts.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
@@ -83,130 +83,6 @@ export async function dapoOptimizer(
 ): Promise<AdamW> {
   const settings = { lr: typeof lr === 'number' ? lr : () => lr(), ...adamwOptions(c.dapo.optimizer) };
   return saved ? AdamW.load(model, saved, settings) : new AdamW(model, settings);
-}
-
-/** The scripted expert's trajectories on `tasks` (for the warm start), `concurrency` at a time. */
-export async function expertDemos(tasks: SweTask[], c: PipelineConfig, hooks: StageHooks): Promise<Trajectory[]> {
-  const out: Trajectory[] = new Array(tasks.length);
-  let next = 0;
-  let done = 0;
-  const worker = async () => {
-    while (next < tasks.length) {
-      const i = next++;
-      const task = tasks[i] as SweTask;
-      out[i] = await runEpisode({
-        task,
-        policy: expertPolicy(task, { noise: c.warmStart.noise, seed: c.seed * 1000 + i, style: c.warmStart.style }),
-        maxTurns: 40,
-        prompt: promptStyleOf(c),
-        maxObservationChars: c.episode.maxObservationChars,
-        commandTimeoutMs: c.episode.commandTimeoutMs,
-        maskTimings: c.episode.maskTimings,
-      });
-      hooks.progress?.('demonstrations', ++done, tasks.length, 'episode');
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(4, tasks.length) }, worker));
-  const foreign = Math.round(c.warmStart.foreignFormat * out.length);
-  for (const i of shuffled([...out.keys()], c.seed * 7919 + 3).slice(0, foreign))
-    out[i] = inForeignFormat(out[i] as Trajectory);
-  return out;
-}
-
-/**
- * A trajectory as another scaffold would have recorded it: every command in a ```bash fence
- * instead of ```command (mini-SWE-agent's format), the observations unchanged. In this scaffold
- * such a response is a format error ('cannot extract command'); as warm-start data it gives the
- * model a prior that writes the wrong format some of the time (warmStart.foreignFormat).
- */
-export function inForeignFormat(t: Trajectory): Trajectory {
-  return {
-    ...t,
-    messages: t.messages.map((m) =>
-      m.role === 'assistant' ? { ...m, content: m.content.replaceAll('```command\n', '```bash\n') } : m,
-    ),
-  };
-}
-
-/**
- * The embedded tokenizer's training text: the run's system prompt, the issues of the tasks
- * demonstrated, and every message of the demonstrations, less the words the tasks' bugs
- * introduced ({@link bugWords}). A demonstration repeats its bug's misspelled name four or five
- * times, so BPE would make each demonstrated misspelling a word of its own (`rates`), while a
- * held-out task's misspelling, never seen, splits into pieces (`offset` `s`): the model would
- * learn to copy and fix one-token names and meet multi-token ones. Without them a demonstrated
- * misspelling splits as a held-out one does, as a real tokenizer has not seen a repository's typos.
- */
-export function tokenizerCorpus(c: PipelineConfig, tasks: SweTask[], demos: Trajectory[]): string[] {
-  const typos = new Set(tasks.flatMap((t) => bugWords(t.patch)));
-  const scrub = (text: string) => text.replace(JS_WORD, (w) => (typos.has(w) ? '' : w));
-  return [
-    systemPrompt(promptStyleOf(c)),
-    ...tasks.map((t) => scrub(t.problem_statement)),
-    ...demos.flatMap((d) => d.messages.map((m) => scrub(m.content))),
-  ];
-}
-
-/**
- * The words a gold patch removes and does not write back: the names a bug introduced (a
- * misspelling's slip), none for a bug that only changes an operator or a number.
- */
-export function bugWords(patch: string): string[] {
-  const { added, removed } = diffLines(patch);
-  const words = (lines: string[]) => new Set(lines.flatMap((l) => l.match(JS_WORD) ?? []));
-  const restored = words(added);
-  return [...words(removed)].filter((w) => !restored.has(w));
-}
-
-/** A trajectory as a training sample: every response trained except format errors. */
-export function demoSample(t: Trajectory, tokenizer: Tokenizer): TrainSample {
-  return conversationTokens(t.messages, tokenizer, (turn) => t.turns[turn]?.formatError == null);
-}
-
-/**
- * Induction pretraining, the embedded model's stand-in for pretraining: steps on synthetic
- * sequences `<s> <sep> span <sep> span` of random vocabulary tokens, trained on the repeated
- * span. A model trained from scratch on a few dozen demonstrations memorises them instead of
- * learning to copy; this gives it the copying circuits (induction heads) that a pretrained model
- * brings, which the agent needs to reuse the names and paths it reads in the issue and in
- * observations.
- */
-export async function copyPretrain(
-  p: Policy,
-  o: { steps: number; batchSize: number; lr: number; seed: number; optimizer?: OptimizerConfig },
-  hooks: StageHooks,
-): Promise<StepMetrics[]> {
-  if (o.steps <= 0) return [];
-  const rnd = mulberry32(o.seed);
-  // Merged tokens only (ids past the 256 byte symbols, before the special tokens at the end).
-  const lo = 256;
-  const hi = Math.max(lo + 2, p.tokenizer.vocabSize - 3);
-  const token = () => lo + Math.floor(rnd() * (hi - lo));
-  const sep = 1;
-  // No random prefix before the first span: with one (up to 32 tokens), a 0.9 M-parameter model's
-  // copy loss stayed at ln(vocab) through 1,000 steps; without, it fell by two thirds in 400.
-  const sample = (): TrainSample => {
-    const span = Array.from({ length: 8 + Math.floor(rnd() * 16) }, token);
-    const tokens = [0, sep, ...span, sep, ...span];
-    const lossMask = new Uint8Array(tokens.length);
-    // The first repeated token is unpredictable; every later one is a copy.
-    for (let i = tokens.length - span.length + 1; i < tokens.length; i++) lossMask[i] = 1;
-    return { tokens: Int32Array.from(tokens), lossMask };
-  };
-  const opt = new AdamW(p.model, {
-    lr: warmupCosineLr({ peak: o.lr, warmupSteps: Math.min(20, o.steps - 1), totalSteps: o.steps + 1 }),
-    ...adamwOptions(o.optimizer),
-  });
-  const trainer = new Trainer(p.model, { optimizer: opt });
-  const out: StepMetrics[] = [];
-  for (let s = 0; s < o.steps; s++) {
-    const m = await trainer.sftStep(Array.from({ length: o.batchSize }, sample));
-    out.push(m);
-    if ((s + 1) % 10 === 0 || s + 1 === o.steps)
-      hooks.log({ stage: 'copy', event: 'step', step: s + 1, loss: m.loss, gradNorm: m.gradNorm, lr: m.lr });
-    hooks.progress?.('copy pretraining', s + 1, o.steps, 'step');
-  }
-  return out;
 }
 
 /** Whether a sample has a token to train (a sample without one carries no gradient). */

@@ -6,8 +6,9 @@
  * the first span, 4.06, and the test fails).
  */
 import { describe, expect, it } from 'vitest';
+import { copyPretrain } from '../../src/embedded/copy-pretrain.js';
 import { EMBEDDED_MODEL_CONFIG, Model, Tokenizer } from '../../src/index.js';
-import { copyPretrain, type Policy } from '../../src/pipeline/stages.js';
+import type { Policy } from '../../src/pipeline/stages.js';
 
 describe('copyPretrain', () => {
   it('learns to copy the repeated spans of merged tokens (loss below the alphabet entropy), logs, and repeats by seed', async () => {

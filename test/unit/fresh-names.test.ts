@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { runEpisode, type Trajectory } from '../../src/agent/episode.js';
+import { slipPair, withFreshFiles, withFreshNames } from '../../src/embedded/fresh-names.js';
 import { evaluatePatch } from '../../src/env/evaluate.js';
 import { expertPolicy } from '../../src/env/mini-swe/expert.js';
 import { catalogueModules, generateMiniSweTasks } from '../../src/env/mini-swe/generate.js';
@@ -12,7 +13,6 @@ import { NAME_POOL } from '../../src/env/mini-swe/mutate.js';
 import type { SweTask } from '../../src/env/tasks.js';
 import { EMBEDDED_MODEL_CONFIG, Model, Tokenizer } from '../../src/index.js';
 import { resolveConfig } from '../../src/pipeline/config.js';
-import { slipPair, withFreshFiles, withFreshNames } from '../../src/pipeline/fresh-names.js';
 import { type Policy, sftEpochs } from '../../src/pipeline/stages.js';
 import { mulberry32 } from '../../src/random.js';
 

@@ -1,0 +1,86 @@
+/**
+ * The embedded model's warm start, the pipeline's first phase when no `modelDir` is given: the
+ * scripted expert's demonstrations (some in another scaffold's format), a BPE tokenizer trained
+ * on them, a random model of the config's shape, copy pretraining, and SFT on the demonstrations
+ * (with fresh names and files per epoch when asked). A real model brings all of this from its
+ * pretraining and instruction tuning; runPipeline calls this only for the embedded default.
+ */
+
+import { catalogueModules } from '../env/mini-swe/generate.js';
+import { NAME_POOL } from '../env/mini-swe/mutate.js';
+import type { SweTask } from '../env/tasks.js';
+import { Model } from '../model/model.js';
+import type { PipelineConfig } from '../pipeline/config.js';
+import { type Policy, type StageHooks, sftEpochs } from '../pipeline/stages.js';
+import { count } from '../pipeline/wording.js';
+import { mulberry32 } from '../random.js';
+import { Tokenizer } from '../tokenizer/tokenizer.js';
+import { copyPretrain } from './copy-pretrain.js';
+import { demoSample, expertDemos } from './demonstrations.js';
+import { withFreshFiles, withFreshNames } from './fresh-names.js';
+import { embeddedModelConfig } from './model.js';
+import { tokenizerCorpus } from './tokenizer-corpus.js';
+
+/**
+ * Builds and warm-starts the embedded policy: `c.warmStart.demos` demonstrations on `demoPool`'s
+ * tasks (cycled), the tokenizer, the model (seeded by `c.seed`), then, with `warmStart.enabled`,
+ * copy pretraining and the SFT epochs, each with AdamW as `warmStart.optimizer` sets it. `say`
+ * gets one line per step of it.
+ */
+export async function embeddedWarmStart(
+  c: PipelineConfig,
+  demoPool: SweTask[],
+  hooks: StageHooks,
+  say: (line: string) => void = () => {},
+): Promise<{ model: Model; tokenizer: Tokenizer }> {
+  say(`expert demonstrations: ${c.warmStart.demos}`);
+  const demoTasks = Array.from({ length: c.warmStart.demos }, (_, i) => demoPool[i % demoPool.length] as SweTask);
+  const demos = await expertDemos(demoTasks, c, hooks);
+  const tokenizer = Tokenizer.train(tokenizerCorpus(c, demoPool, demos), {
+    vocabSize: c.tokenizer.vocabSize,
+    split: c.tokenizer.split,
+  });
+  const model = Model.random(embeddedModelConfig(c, tokenizer.vocabSize), c.seed);
+  say(`embedded model: ${(model.numParameters / 1e6).toFixed(2)} M parameters, vocabulary ${tokenizer.vocabSize}`);
+  if (c.warmStart.enabled && c.warmStart.copySteps > 0) {
+    const steps = await copyPretrain(
+      { model, tokenizer } as Policy,
+      {
+        steps: c.warmStart.copySteps,
+        batchSize: 16,
+        lr: c.warmStart.lr,
+        seed: c.seed * 13 + 1,
+        optimizer: c.warmStart.optimizer,
+      },
+      hooks,
+    );
+    say(
+      `copy pretraining: ${count(steps.length, 'step')}, loss ${steps[0]?.loss.toFixed(3)} -> ${steps.at(-1)?.loss.toFixed(3)}`,
+    );
+  }
+  if (c.warmStart.enabled && c.warmStart.epochs > 0) {
+    // With freshNames, epoch e's demonstrations carry names drawn by a seeded stream of their own.
+    // With freshFiles, the same stream then draws each demonstration's module file name.
+    const { freshNames, freshFiles } = c.warmStart;
+    const plain = freshNames || freshFiles ? null : demos.map((d) => demoSample(d, tokenizer));
+    const stems = catalogueModules(c.miniSwe.catalogue).map((m) => m.name);
+    const samples = (e: number) => {
+      if (plain) return plain;
+      const rng = mulberry32(c.seed * 611953 + e);
+      return demos.map((d) => {
+        const named = freshNames ? withFreshNames(d, NAME_POOL, rng) : d;
+        return demoSample(freshFiles ? withFreshFiles(named, stems, rng) : named, tokenizer);
+      });
+    };
+    const steps = await sftEpochs(
+      { model, tokenizer } as Policy,
+      samples,
+      { ...c.warmStart, warmupRatio: 0.05, seed: c.seed + 5, stage: 'warmstart' },
+      hooks,
+    );
+    say(
+      `warm start: ${count(steps.length, 'step')}, loss ${steps[0]?.loss.toFixed(3)} -> ${steps.at(-1)?.loss.toFixed(3)}`,
+    );
+  }
+  return { model, tokenizer };
+}
