@@ -341,8 +341,12 @@ const dapoShape = {
   /** Weight of the k3 KL penalty to a frozen reference (the policy where DAPO starts); 0 = off. */
   klCoef: nonNegative().default(0),
   entropyCoef: nonNegative().default(0),
-  /** The rollout temperature; only 1 is accepted (see checkRlSampling). */
-  temperature: positive().default(1),
+  /**
+   * The rollout temperature (the paper's: 1). The trainer divides its logits by it, as verl
+   * divides the actor's by the rollout temperature, so its logprobs are the engine's bit for bit
+   * (Trainer.policyStep's temperature); at least 1e-5 (below, the engine samples greedily).
+   */
+  temperature: num('a number, 1e-5 or more', { min: 1e-5 }).default(1),
   /** Sampling filters; off in RL, the only values accepted (see checkRlSampling). */
   topP: unit().default(1),
   topK: int(0).default(0),
@@ -396,17 +400,14 @@ const dapoFields: Strict<typeof dapoShape> = strict(dapoShape)
  * distribution, which the trainer cannot reproduce: only truncated importance sampling against
  * the rollout's logprobs (the loss's `tisCap`, with recomputed old logprobs) would correct for
  * them, and the pipeline's loss (dapoLossConfig) enables no TIS. So they are refused
- * (INVALID_CONFIG) rather than warned about. A temperature other than 1 is refused too: the
- * trainer's fused LM-head loss has no logit scale yet (Trainer.policyStep refuses it as well,
- * which would fail only after the first iteration's rollouts).
+ * (INVALID_CONFIG) rather than warned about. A temperature is no filter: the trainer scales its
+ * logits by the same 1/T (Trainer.policyStep), so any temperature trains unbiased.
  */
-function checkRlSampling(d: { topP: number; topK: number; minP: number; temperature: number }, ctx: Ctx): void {
+function checkRlSampling(d: { topP: number; topK: number; minP: number }, ctx: Ctx): void {
   const why = '(sampling filters bias the policy gradient without TIS, which the pipeline does not enable)';
   if (d.topP < 1) issue(ctx, ['topP'], `1 ${why}`, d.topP);
   if (d.topK > 0) issue(ctx, ['topK'], `0 ${why}`, d.topK);
   if (d.minP > 0) issue(ctx, ['minP'], `0 ${why}`, d.minP);
-  if (d.temperature !== 1)
-    issue(ctx, ['temperature'], '1 (the trainer cannot yet train at another rollout temperature)', d.temperature);
 }
 
 /**
@@ -792,7 +793,6 @@ export function resolveConfig(overrides: unknown = {}, preset = 'default'): Pipe
 /** Sampling filters in RL change the distribution the logprobs come from: a loud warning. */
 export function rlFilterWarnings(c: PipelineConfig): string[] {
   const w: string[] = [];
-  if (c.dapo.temperature !== 1) w.push(`dapo.temperature is ${c.dapo.temperature}, not 1`);
   if (c.dapo.topP < 1) w.push(`dapo.topP is ${c.dapo.topP}`);
   if (c.dapo.topK > 0) w.push(`dapo.topK is ${c.dapo.topK}`);
   if (c.dapo.minP > 0) w.push(`dapo.minP is ${c.dapo.minP}`);

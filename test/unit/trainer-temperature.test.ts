@@ -4,8 +4,8 @@
  * rollout at temperature T, and the scale is really applied (the temperature-1 logprobs differ);
  * temperature 1 given explicitly trains bitwise as the default; invalid temperatures are refused
  * with INVALID_ARGUMENT, changing nothing. The removed `Trainer.microBatchTokens` is refused, not
- * silently ignored. The pipeline config still refuses top-p / top-k / min-p (no TIS in its loss)
- * and temperature ≠ 1 with INVALID_CONFIG (the pipeline does not pass its temperature on yet).
+ * silently ignored. The pipeline config refuses top-p / top-k / min-p (no TIS in its loss) with
+ * INVALID_CONFIG and accepts any temperature, which dapoIteration passes to the trainer.
  */
 import { describe, expect, it } from 'vitest';
 import {
@@ -18,6 +18,7 @@ import {
   sequenceLogprobs,
   Trainer,
 } from '../../src/index.js';
+import { rlFilterWarnings } from '../../src/pipeline/config.js';
 import { engineTestModel, randomPrompt } from '../helpers/engine-model.js';
 
 function model(): Model {
@@ -190,11 +191,17 @@ describe('pipeline config: RL sampling', () => {
     ['topP', 0.9],
     ['topK', 20],
     ['minP', 0.05],
-    ['temperature', 0.8],
   ])('refuses dapo.%s = %s with INVALID_CONFIG (no TIS in the pipeline loss)', (field, value) => {
     expect(() => resolveConfig({ dapo: { [field]: value } })).toThrow(
       expect.objectContaining({ code: 'INVALID_CONFIG', message: expect.stringMatching(`dapo.${field}`) }),
     );
+  });
+
+  it('accepts a rollout temperature other than 1 (the trainer scales by it), with no warning', () => {
+    const c = resolveConfig({ dapo: { temperature: 0.8 } });
+    expect(c.dapo.temperature).toBe(0.8);
+    expect(rlFilterWarnings(c)).toEqual([]);
+    expect(() => resolveConfig({ dapo: { temperature: 0 } })).toThrow(/dapo\.temperature/);
   });
 
   it('keeps the default run: temperature 1, no filters, no TIS', () => {
