@@ -448,8 +448,11 @@ export async function dapoIteration(
   const rolloutSeconds = (performance.now() - t0) / 1000;
   hooks.rollouts?.(phase, records);
   const generated = records.reduce((a, r) => a + r.assistantMask.reduce((s, x) => s + x, 0), 0);
+  // The reference's logprobs at the rollout temperature, as the policy's are in the step (verl's
+  // reference policy also divides by the rollout temperature), so the k3 KL compares like with like.
   if (extras.reference)
-    for (const s of batch.samples) s.refLogprobs = await sequenceLogprobs(extras.reference, s.tokens);
+    for (const s of batch.samples)
+      s.refLogprobs = await sequenceLogprobs(extras.reference, s.tokens, { temperature: c.dapo.temperature });
   const trainer = new Trainer(p.model, { optimizer });
   const steps: StepMetrics[] = [];
   const t1 = performance.now();
