@@ -107,9 +107,9 @@ describe('node train.js', () => {
           // One sample per task (RFT) and two (DAPO): the smallest run of every stage.
           rft: { tasks: 2, samplesPerTask: 1 },
           episode: { prompt: 'compact' },
-          // A held-out validation after DAPO's first iteration (not after the last: eval-dapo).
-          // k = 1 for the stages (Pass@1 printed once), 2 for the validation.
-          eval: { k: 1, every: 1, everyK: 2 },
+          // A validation after DAPO's first iteration (not after the last: eval-dapo), on 3
+          // validation tasks. k = 1 for the stages (Pass@1 printed once), 2 for the validation.
+          eval: { k: 1, every: 1, everyK: 2, validationTasks: 3 },
           dapo: {
             stages: [{ iterations: 2, maxTurns: 6, maxContextTokens: 2048, tasksPerIteration: 3 }],
             samplesPerTask: 2,
@@ -236,7 +236,7 @@ describe('node train.js', () => {
           expect(e.groups).toBeGreaterThanOrEqual(3);
         }
         // The second kill lands after the first iteration, mostly during its validation: one
-        // validation, after iteration 1, at everyK samples per held-out task.
+        // validation, after iteration 1, at everyK samples per validation task.
         const validations = events.filter((e) => e.event === 'validation');
         expect(validations.map((e) => [e.stage, e.phase, e.iteration, e.k, e.episodes])).toEqual([
           ['dapo', 'val-dapo-s1-i001', 1, 2, 6],
@@ -257,7 +257,7 @@ describe('node train.js', () => {
         const html = readFileSync(join(run, 'report.html'), 'utf8');
         expect(html).toContain('<svg');
         expect(html).toContain('Pass@1');
-        expect(html).toContain('Held-out Pass@1 through RL');
+        expect(html).toContain('Validation Pass@1 through RL (3 validation tasks)');
         expect(html).not.toMatch(/<script|https?:\/\//);
         // checkpoints.keep 'stages' (the default): each finished stage's (base, RFT, the final DAPO
         // iteration) and the KL reference; not the iteration in between. Each is a Hugging Face
