@@ -72,7 +72,7 @@ function runSeed(seed) {
   writeFileSync(config, `${JSON.stringify({ ...base, seed }, null, 2)}\n`);
   const args = [trainJs, '--config', config, '--out', dir];
   if (existsSync(join(dir, 'state.json'))) args.push('--resume');
-  console.log(`seed ${seed}: node ${args.slice(1).join(' ')}`);
+  console.log(`seed ${seed}: node train.js ${args.slice(1).join(' ')}`);
   const log = join(out, `seed-${seed}.log`);
   return new Promise((ok, fail) => {
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
