@@ -54,7 +54,12 @@ describe.skipIf(!canSandbox)('resume', () => {
     const straight = join(dir, 'straight');
     const killed = join(dir, 'killed');
     const first = dapoPhase(1, 1);
-    await Promise.all([smoke(straight), smoke(killed, [], first)]);
+    // One run after the other, not both at once: a command the policy writes as a pipeline of
+    // failing commands (`Let is1 | src`) prints two errors in an order the OS chooses, and two
+    // runs at once on a loaded machine made that order differ between them (docs/results.md,
+    // Reproducibility). Run alone, each prints them in fork order.
+    await smoke(straight);
+    await smoke(killed, [], first);
     const resumed = await smoke(killed, ['--resume']);
     expect(resumed).toContain('resuming after');
     // The stages trained: RFT kept trajectories, and DAPO's first iteration took a step on samples.
@@ -73,5 +78,5 @@ describe.skipIf(!canSandbox)('resume', () => {
     expect(compare.status, compare.stdout + compare.stderr).toBe(0);
     expect(compare.stdout).toMatch(/metrics: \d+ events, identical/);
     expect(compare.stdout).toContain(`${dapoPhase(1, 2)}.msgpack: 16/16 records identical`);
-  }, 420_000);
+  }, 720_000);
 });
