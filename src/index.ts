@@ -30,6 +30,7 @@ export {
   systemPrompt,
 } from './agent/scaffold.js';
 export { maskTimings, TIME_MASK } from './agent/timings.js';
+export { type DeviceDtype, DeviceTensor } from './device-tensor.js';
 export { copyPretrain } from './embedded/copy-pretrain.js';
 export { demoSample, expertDemos, inForeignFormat } from './embedded/demonstrations.js';
 export { slipPair, withFreshNames } from './embedded/fresh-names.js';

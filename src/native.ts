@@ -21,6 +21,7 @@ export interface NativeInfoRaw {
   version: string;
   cuda: boolean;
   cudaDevices: number;
+  cudaSimulated: boolean;
   cudaRuntimeVersion: number;
   simd: string;
   threads: number;
@@ -146,12 +147,69 @@ export interface NativeModel {
   weightVersion(): number;
 }
 
+/** Device memory (native/napi/device_binding.cc), wrapped by DeviceTensor. */
+export interface NativeDeviceBuffer {
+  /** Copies the typed array's bytes to the buffer at byteOffset. */
+  upload(data: ArrayBufferView, byteOffset?: number): void;
+  /** Fills the typed array from the buffer's bytes at byteOffset. */
+  download(data: ArrayBufferView, byteOffset?: number): void;
+  bytes(): number;
+  dispose(): void;
+}
+
 /** Everything the addon exports (native/napi/addon.cc). */
 export interface NativeBinding {
   init(errorClass: typeof SwerlError): void;
   nativeInfo(): NativeInfoRaw;
   NativePagedKvCache: new (options: NativeKvOptions, out: Float64Array) => NativePagedKvCache;
   NativeModel: new (config: import('./model/config.js').NativeModelConfig) => NativeModel;
+  NativeDeviceBuffer: new (bytes: number) => NativeDeviceBuffer;
+  /** sample() on device logits [rows, vocab]; results on the host. */
+  sampleDevice(
+    logits: NativeDeviceBuffer,
+    rows: number,
+    vocab: number,
+    params: import('./sample.js').NativeSamplingParams[],
+    positions: Int32Array | null,
+  ): [Int32Array, Float32Array, Float32Array];
+  /** policyLoss() on device logits [T, vocab]; writes the gradient into gradLogits (may be logits). */
+  policyLossDevice(
+    logits: NativeDeviceBuffer,
+    vocab: number,
+    targets: Int32Array,
+    oldLogprobs: Float32Array,
+    advantages: Float32Array,
+    mask: Float32Array,
+    seqIds: Int32Array | null,
+    refLogprobs: Float32Array | null,
+    rolloutLogprobs: Float32Array | null,
+    config: NativePolicyLossConfig,
+    gradLogits: NativeDeviceBuffer,
+  ): NativePolicyStats;
+  /** sftLoss() on device logits [T, vocab]; writes the gradient into gradLogits (may be logits). */
+  sftLossDevice(
+    logits: NativeDeviceBuffer,
+    vocab: number,
+    targets: Int32Array,
+    mask: Float32Array,
+    gradLogits: NativeDeviceBuffer,
+    invTemperature?: number,
+  ): { loss: number; logprobs: Float32Array };
+  /** One AdamW step on device w, g, m, v of n floats. */
+  adamwDevice(
+    w: NativeDeviceBuffer,
+    g: NativeDeviceBuffer,
+    m: NativeDeviceBuffer,
+    v: NativeDeviceBuffer,
+    n: number,
+    cfg: { lr: number; beta1: number; beta2: number; eps: number; weightDecay: number },
+    step: number,
+    decay: boolean,
+  ): void;
+  /** The L2 norm of device g[0, n), in a fixed reduction order. */
+  globalNormDevice(g: NativeDeviceBuffer, n: number): number;
+  /** g[0, n) *= s on the device. */
+  scaleDevice(g: NativeDeviceBuffer, n: number, s: number): void;
   measureStreamCopy(bytes: number, reps: number, threads: number): Promise<number>;
   measurePeakFma(seconds: number, threads: number): Promise<number>;
   policyLoss(

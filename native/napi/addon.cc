@@ -3,7 +3,9 @@
 //
 // Exports: init(SwerlError), nativeInfo(), NativePagedKvCache, measureStreamCopy(),
 // measurePeakFma(), policyLoss(), sftLoss(), sample(), policyLossFused(), sftLossFused(),
-// gemm(), packMatrix(), gemmPacked(), NativeModel. src/native.ts declares the same shape as the NativeBinding
+// gemm(), packMatrix(), gemmPacked(), NativeModel, and the CUDA kernels on device memory:
+// NativeDeviceBuffer, sampleDevice(), policyLossDevice(), sftLossDevice(), adamwDevice(),
+// globalNormDevice(), scaleDevice(). src/native.ts declares the same shape as the NativeBinding
 // interface.
 #include <napi.h>
 
@@ -31,6 +33,13 @@ Napi::Value SftLossFused(const Napi::CallbackInfo& info);
 Napi::Value Gemm(const Napi::CallbackInfo& info);
 Napi::Value PackMatrix(const Napi::CallbackInfo& info);
 Napi::Value GemmPacked(const Napi::CallbackInfo& info);
+Napi::Function defineDeviceBuffer(Napi::Env env);
+Napi::Value SampleDevice(const Napi::CallbackInfo& info);
+Napi::Value PolicyLossDevice(const Napi::CallbackInfo& info);
+Napi::Value SftLossDevice(const Napi::CallbackInfo& info);
+Napi::Value AdamwDevice(const Napi::CallbackInfo& info);
+Napi::Value GlobalNormDevice(const Napi::CallbackInfo& info);
+Napi::Value ScaleDevice(const Napi::CallbackInfo& info);
 
 // init(SwerlError): the JS class native errors are created as; called once by src/native.ts.
 static Napi::Value InitErrors(const Napi::CallbackInfo& info) {
@@ -70,6 +79,13 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("gemmPacked", Napi::Function::New(env, GemmPacked, "gemmPacked"));
   exports.Set("NativePagedKvCache", defineKvCache(env));
   exports.Set("NativeModel", defineModel(env));
+  exports.Set("NativeDeviceBuffer", defineDeviceBuffer(env));
+  exports.Set("sampleDevice", Napi::Function::New(env, SampleDevice, "sampleDevice"));
+  exports.Set("policyLossDevice", Napi::Function::New(env, PolicyLossDevice, "policyLossDevice"));
+  exports.Set("sftLossDevice", Napi::Function::New(env, SftLossDevice, "sftLossDevice"));
+  exports.Set("adamwDevice", Napi::Function::New(env, AdamwDevice, "adamwDevice"));
+  exports.Set("globalNormDevice", Napi::Function::New(env, GlobalNormDevice, "globalNormDevice"));
+  exports.Set("scaleDevice", Napi::Function::New(env, ScaleDevice, "scaleDevice"));
   return exports;
 }
 

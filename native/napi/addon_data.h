@@ -7,8 +7,9 @@
 namespace swerl::napi {
 
 struct AddonData {
-  Napi::FunctionReference swerlError;    // the JS SwerlError class, set by init()
-  Napi::FunctionReference kvCacheClass;  // NativePagedKvCache, to recognise its instances
+  Napi::FunctionReference swerlError;         // the JS SwerlError class, set by init()
+  Napi::FunctionReference kvCacheClass;       // NativePagedKvCache, to recognise its instances
+  Napi::FunctionReference deviceBufferClass;  // NativeDeviceBuffer, likewise
 };
 
 inline AddonData& addonData(Napi::Env env) { return *env.GetInstanceData<AddonData>(); }

@@ -62,6 +62,7 @@ Napi::Value NativeInfo(const Napi::CallbackInfo& info) {
     o.Set("version", SWERL_VERSION);
     o.Set("cuda", cudaBuilt());
     o.Set("cudaDevices", cudaDeviceCount());
+    o.Set("cudaSimulated", cudaSimulated());
     o.Set("cudaRuntimeVersion", cudaRuntimeVersion());
     o.Set("simd", simdLevelName(simdLevel()));
     o.Set("threads", ThreadPool::global().size());

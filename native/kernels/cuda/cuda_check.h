@@ -2,7 +2,7 @@
 // instead of llm.c's exit().
 #pragma once
 
-#include <cuda_runtime.h>
+#include "kernels/cuda/cuda_compat.h"
 
 #include <string>
 

@@ -6,6 +6,8 @@ namespace swerl {
 
 /** Whether this binary contains the CUDA kernels. */
 bool cudaBuilt();
+/** Whether the CUDA kernels run in the CPU simulation (the swerl_cudasim test addon). */
+bool cudaSimulated();
 /** Usable CUDA devices; 0 without a driver or GPU (never throws). */
 int cudaDeviceCount();
 /** The CUDA runtime version as major*1000 + minor*10, or 0. */

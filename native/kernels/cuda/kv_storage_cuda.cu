@@ -1,13 +1,10 @@
 // Device-memory KV pages with the same layout and conversions as the CPU storage
 // (kv_storage.h): [numBlocks, blockSize, numKvHeads, headDim] per layer for K and for V.
 // write()/read() take host f32 rows, stage them on the device and scatter/gather by slot.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
 #include <vector>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_compat.h"
 #include "kernels/cuda/cuda_runtime.h"
 #include "kv/kv_storage.h"
 
@@ -51,12 +48,12 @@ __global__ void gatherRows(const T* pages, const int32_t* slots, float* dst, siz
 
 template <typename T>
 void launchScatter(void* pages, const int32_t* slots, size_t n, const float* src, size_t rowElems) {
-  scatterRows<T><<<static_cast<unsigned>(n), 256>>>(static_cast<T*>(pages), slots, src, rowElems);
+  SWERL_LAUNCH(scatterRows<T>, static_cast<unsigned>(n), 256, 0, static_cast<T*>(pages), slots, src, rowElems);
 }
 
 template <typename T>
 void launchGather(const void* pages, const int32_t* slots, size_t n, float* dst, size_t rowElems) {
-  gatherRows<T><<<static_cast<unsigned>(n), 256>>>(static_cast<const T*>(pages), slots, dst, rowElems);
+  SWERL_LAUNCH(gatherRows<T>, static_cast<unsigned>(n), 256, 0, static_cast<const T*>(pages), slots, dst, rowElems);
 }
 
 class CudaKvStorage final : public KvStorage {
