@@ -186,14 +186,18 @@ T fromLane(uint64_t u) {
   std::memcpy(&v, &u, sizeof(T));
   return v;
 }
-/** A shuffle: every lane of `mask` offers v and takes the value of lane src(lane) (its own when out of range). */
+/**
+ * A shuffle: every lane of `mask` offers v and takes the value of lane src(lane) (its own when
+ * src is out of the width's range, all-ones bits when src is a lane outside the mask).
+ */
 template <typename T, typename Src>
 T shuffle(unsigned mask, T v, Src src) {
   uint64_t lanes[32];
   warpGather(mask, toLane(v), lanes);
   const int s = src(static_cast<int>(laneId()));
   if (s < 0) return v;
-  if (!(mask >> s & 1u)) fail("a shuffle read a lane outside its mask");
+  // CUDA leaves a read of a lane outside the mask undefined: all-ones bits (a NaN float) show it.
+  if (!(mask >> s & 1u)) return fromLane<T>(~uint64_t{0});
   return fromLane<T>(lanes[s]);
 }
 
@@ -296,6 +300,13 @@ inline float __logf(float x) { return std::log(x); }
 inline float __fdividef(float a, float b) { return a / b; }
 inline float __frcp_rn(float x) { return 1.0f / x; }
 inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
+// The rounded IEEE operations (nvcc never contracts them into FMAs); the host compiler of the
+// simulation does not contract plain float arithmetic on x86-64 without -mfma either.
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fsqrt_rn(float x) { return std::sqrt(x); }
 inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
 inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
