@@ -4,7 +4,7 @@
  * date, per-suite details). The machine suite always runs first: the other suites report their
  * figures against its limits.
  *
- * Usage: node bench/run.mjs [--suite machine|kv|sample|loss|model|engine|env|shell|rollout]... [--quick]
+ * Usage: node bench/run.mjs [--suite machine|kv|sample|loss|model|engine|env|shell|rollout|cuda]... [--quick]
  *        [--out PATH] [--checkpoint DIR]
  *   --suite  run only these suites (repeatable or comma-separated; machine always runs)
  *   --quick  short run (smoke test)
@@ -18,6 +18,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { nativeInfo } from '../dist/index.js';
+import { cudaSuite } from './cuda.mjs';
 import { engineSuite } from './engine.mjs';
 import { envSuite } from './env.mjs';
 import { kvSuite } from './kv.mjs';
@@ -41,6 +42,7 @@ const SUITES = {
   env: envSuite,
   shell: shellSuite,
   rollout: rolloutSuite,
+  cuda: cudaSuite,
 };
 
 const { values } = parseArgs({
@@ -55,7 +57,7 @@ const { values } = parseArgs({
 
 if (values.help) {
   process.stdout.write(
-    'node bench/run.mjs [--suite machine|kv|sample|loss|model|engine|env|shell|rollout]... [--quick] [--out PATH]\n' +
+    'node bench/run.mjs [--suite machine|kv|sample|loss|model|engine|env|shell|rollout|cuda]... [--quick] [--out PATH]\n' +
       '                   [--checkpoint DIR]\n' +
       '  writes bench/results/latest.json and latest.meta.json\n' +
       "  --checkpoint: the rollout suite's policy (a run's checkpoints/<phase>; default a random model)\n",
@@ -93,6 +95,7 @@ const meta = {
     threads: info.threads,
     cuda: info.cuda,
     cudaDevices: info.cudaDevices,
+    cudaSimulated: info.cudaSimulated,
   },
   seconds: {},
   errors: [],

@@ -10,7 +10,7 @@
 // fails, the whole log is printed, then what to do next. SWERL_VERBOSE_BUILD=1 streams the output
 // as it comes, as before.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -67,6 +67,17 @@ async function run(cmd, cmdArgs) {
   return text;
 }
 
+/** 'ON' when the CMake cache of build/cmake took the CUDA compiler with SWERL_CUDA on, else 'OFF'. */
+function cachedCuda() {
+  try {
+    const cache = readFileSync(join(root, 'build', 'cmake', 'CMakeCache.txt'), 'utf8');
+    const on = /^SWERL_CUDA:BOOL=ON$/m.test(cache) && /^CMAKE_CUDA_COMPILER:[A-Z]+=.+$/m.test(cache);
+    return on ? 'ON' : 'OFF';
+  } catch {
+    return 'OFF';
+  }
+}
+
 /** The one-line summary of a finished build: the warning count, when any, and where the log is. */
 function summary(what, text, t0) {
   const warnings = (text.match(/\bwarning:/g) ?? []).length;
@@ -96,14 +107,18 @@ if (process.env.SWERL_SKIP_NATIVE_BUILD === '1') {
   ]);
   // CMakeLists.txt prints "swerl <version>: CUDA kernels ON|OFF" and, when it looked for nvcc
   // and found none, a note saying so; each becomes one line here.
-  const cuda = /swerl [^:\n]*: CUDA kernels (ON|OFF)/.exec(text)?.[1];
+  // Without a reconfigure CMake prints nothing: the cache then says whether nvcc was taken.
+  const cuda = /swerl [^:\n]*: CUDA kernels (ON|OFF)/.exec(text)?.[1] ?? cachedCuda();
   if (cuda === 'OFF') {
     const why = /swerl: no CUDA compiler found/.test(text)
       ? 'no CUDA compiler (nvcc) found; install the CUDA toolkit for the GPU kernels'
       : 'SWERL_CUDA=OFF';
     console.log(`swerl: CPU kernels only (${why})`);
   }
-  summary(cuda === 'ON' ? 'CPU + CUDA kernels' : 'CPU kernels', text, t0);
+  const sim = existsSync(join(root, 'build', 'cmake', 'Release', 'swerl_cudasim.node'))
+    ? ', and the CUDA simulation addon swerl_cudasim.node for tests'
+    : '';
+  summary(`${cuda === 'ON' ? 'CPU + CUDA kernels' : 'CPU kernels'}${sim}`, text, t0);
 } else {
   const gyp = process.env.npm_config_node_gyp;
   console.log(`swerl: cmake not found; building the CPU-only addon with node-gyp (output in ${logPath})`);

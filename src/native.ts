@@ -212,6 +212,8 @@ export interface NativeBinding {
   scaleDevice(g: NativeDeviceBuffer, n: number, s: number): void;
   measureStreamCopy(bytes: number, reps: number, threads: number): Promise<number>;
   measurePeakFma(seconds: number, threads: number): Promise<number>;
+  /** GB/s (read + write) of device-to-device copies on the CUDA device; CUDA_UNAVAILABLE without one. */
+  measureDeviceCopy(bytes: number, reps: number): number;
   policyLoss(
     logits: Float32Array,
     vocab: number,

@@ -2,7 +2,7 @@
 // with the other napi/ files, that knows about Node.
 //
 // Exports: init(SwerlError), nativeInfo(), NativePagedKvCache, measureStreamCopy(),
-// measurePeakFma(), policyLoss(), sftLoss(), sample(), policyLossFused(), sftLossFused(),
+// measurePeakFma(), measureDeviceCopy(), policyLoss(), sftLoss(), sample(), policyLossFused(), sftLossFused(),
 // gemm(), packMatrix(), gemmPacked(), NativeModel, and the CUDA kernels on device memory:
 // NativeDeviceBuffer, sampleDevice(), policyLossDevice(), sftLossDevice(), adamwDevice(),
 // globalNormDevice(), scaleDevice(). src/native.ts declares the same shape as the NativeBinding
@@ -25,6 +25,7 @@ Napi::Function defineModel(Napi::Env env);
 Napi::Value NativeInfo(const Napi::CallbackInfo& info);
 Napi::Value MeasureStreamCopy(const Napi::CallbackInfo& info);
 Napi::Value MeasurePeakFma(const Napi::CallbackInfo& info);
+Napi::Value MeasureDeviceCopy(const Napi::CallbackInfo& info);
 Napi::Value PolicyLoss(const Napi::CallbackInfo& info);
 Napi::Value SftLoss(const Napi::CallbackInfo& info);
 Napi::Value Sample(const Napi::CallbackInfo& info);
@@ -69,6 +70,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("nativeInfo", Napi::Function::New(env, NativeInfo, "nativeInfo"));
   exports.Set("measureStreamCopy", Napi::Function::New(env, MeasureStreamCopy, "measureStreamCopy"));
   exports.Set("measurePeakFma", Napi::Function::New(env, MeasurePeakFma, "measurePeakFma"));
+  exports.Set("measureDeviceCopy", Napi::Function::New(env, MeasureDeviceCopy, "measureDeviceCopy"));
   exports.Set("policyLoss", Napi::Function::New(env, PolicyLoss, "policyLoss"));
   exports.Set("sftLoss", Napi::Function::New(env, SftLoss, "sftLoss"));
   exports.Set("sample", Napi::Function::New(env, Sample, "sample"));

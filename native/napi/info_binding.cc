@@ -88,6 +88,16 @@ Napi::Value MeasureStreamCopy(const Napi::CallbackInfo& info) {
   });
 }
 
+// measureDeviceCopy(bytes, reps) -> GB/s of the CUDA device's copies (synchronous: a GPU copy
+// takes microseconds).
+Napi::Value MeasureDeviceCopy(const Napi::CallbackInfo& info) {
+  return guarded(info.Env(), [&] {
+    int64_t bytes = argInteger(info, 0, "bytes"), reps = argInteger(info, 1, "reps");
+    require(info.Env(), bytes >= 1024 && reps >= 1 && reps <= 1000, "bytes >= 1024, 1 <= reps <= 1000");
+    return Napi::Number::New(info.Env(), measureDeviceCopyGbps(static_cast<size_t>(bytes), static_cast<int>(reps)));
+  });
+}
+
 // measurePeakFma(seconds, threads) -> Promise<GFLOP/s>
 Napi::Value MeasurePeakFma(const Napi::CallbackInfo& info) {
   return guarded(info.Env(), [&] {

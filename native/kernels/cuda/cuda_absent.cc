@@ -24,6 +24,7 @@ bool cudaBuilt() { return false; }
 bool cudaSimulated() { return false; }
 int cudaDeviceCount() { return 0; }
 int cudaRuntimeVersion() { return 0; }
+double measureDeviceCopyGbps(size_t, int) { unavailable(); }
 
 std::unique_ptr<KvStorage> makeCudaKvStorage(const KvGeometry&) { unavailable(); }
 

@@ -2,6 +2,8 @@
 // and by cuda_absent.cc otherwise, so no other file needs #ifdefs.
 #pragma once
 
+#include <cstddef>
+
 namespace swerl {
 
 /** Whether this binary contains the CUDA kernels. */
@@ -12,5 +14,11 @@ bool cudaSimulated();
 int cudaDeviceCount();
 /** The CUDA runtime version as major*1000 + minor*10, or 0. */
 int cudaRuntimeVersion();
+/**
+ * The device's copy bandwidth in GB/s (bytes read + written per second) over `reps`
+ * device-to-device copies of `bytes`, timed by CUDA events: the benchmarks' limit on a GPU (in
+ * the simulation, a host memcpy). CUDA_UNAVAILABLE without a device.
+ */
+double measureDeviceCopyGbps(size_t bytes, int reps);
 
 }  // namespace swerl
