@@ -152,6 +152,13 @@ export {
   warmupCosineLr,
 } from './train/adamw.js';
 export {
+  type AdamWDeviceConfig,
+  type AdamWDeviceTensors,
+  adamwStepDevice,
+  clipGradNormDevice,
+  gradNormDevice,
+} from './train/adamw-device.js';
+export {
   type FusedLossOptions,
   type FusedPolicyLossResult,
   type FusedSftLossResult,
