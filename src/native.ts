@@ -208,6 +208,18 @@ export interface NativeBinding {
   ): void;
   /** The L2 norm of device g[0, n), in a fixed reduction order. */
   globalNormDevice(g: NativeDeviceBuffer, n: number): number;
+  /** c[M, N] = op(bf16(a)) · op(bf16(b)) + beta · c on the device (cuBLAS; the CPU GEMM in the simulation). */
+  gemmBf16Device(
+    a: NativeDeviceBuffer,
+    b: NativeDeviceBuffer,
+    M: number,
+    N: number,
+    K: number,
+    transA: boolean,
+    transB: boolean,
+    c: NativeDeviceBuffer,
+    beta: number,
+  ): void;
   /** g[0, n) *= s on the device. */
   scaleDevice(g: NativeDeviceBuffer, n: number, s: number): void;
   measureStreamCopy(bytes: number, reps: number, threads: number): Promise<number>;

@@ -5,7 +5,7 @@
 // measurePeakFma(), measureDeviceCopy(), policyLoss(), sftLoss(), sample(), policyLossFused(), sftLossFused(),
 // gemm(), packMatrix(), gemmPacked(), NativeModel, and the CUDA kernels on device memory:
 // NativeDeviceBuffer, sampleDevice(), policyLossDevice(), sftLossDevice(), adamwDevice(),
-// globalNormDevice(), scaleDevice(). src/native.ts declares the same shape as the NativeBinding
+// globalNormDevice(), scaleDevice(), gemmBf16Device(). src/native.ts declares the same shape as the NativeBinding
 // interface.
 #include <napi.h>
 
@@ -41,6 +41,7 @@ Napi::Value SftLossDevice(const Napi::CallbackInfo& info);
 Napi::Value AdamwDevice(const Napi::CallbackInfo& info);
 Napi::Value GlobalNormDevice(const Napi::CallbackInfo& info);
 Napi::Value ScaleDevice(const Napi::CallbackInfo& info);
+Napi::Value GemmBf16Device(const Napi::CallbackInfo& info);
 
 // init(SwerlError): the JS class native errors are created as; called once by src/native.ts.
 static Napi::Value InitErrors(const Napi::CallbackInfo& info) {
@@ -88,6 +89,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("adamwDevice", Napi::Function::New(env, AdamwDevice, "adamwDevice"));
   exports.Set("globalNormDevice", Napi::Function::New(env, GlobalNormDevice, "globalNormDevice"));
   exports.Set("scaleDevice", Napi::Function::New(env, ScaleDevice, "scaleDevice"));
+  exports.Set("gemmBf16Device", Napi::Function::New(env, GemmBf16Device, "gemmBf16Device"));
   return exports;
 }
 

@@ -4,6 +4,7 @@
 
 #include "common/error.h"
 #include "kernels/cuda/adamw_cuda.h"
+#include "kernels/cuda/blas.h"
 #include "kernels/cuda/cuda_runtime.h"
 #include "kernels/cuda/device_buffer.h"
 #include "kernels/cuda/losses_cuda.h"
@@ -27,6 +28,14 @@ int cudaRuntimeVersion() { return 0; }
 double measureDeviceCopyGbps(size_t, int) { unavailable(); }
 
 std::unique_ptr<KvStorage> makeCudaKvStorage(const KvGeometry&) { unavailable(); }
+
+void gemmBf16Cuda(size_t, size_t, size_t, const uint16_t*, bool, const uint16_t*, bool, float*, size_t, float) {
+  unavailable();
+}
+void gemmBf16FromF32Cuda(size_t, size_t, size_t, const float*, bool, const float*, bool, float*, size_t, float) {
+  unavailable();
+}
+void toBf16Cuda(const float*, uint16_t*, size_t) { unavailable(); }
 
 DeviceBuffer::DeviceBuffer(size_t) { unavailable(); }
 DeviceBuffer::~DeviceBuffer() = default;
