@@ -5,6 +5,7 @@
 #include "kernels/cpu/gemm.h"
 #include "napi/args.h"
 #include "napi/errors.h"
+#include "napi/loss_args.h"
 #include "napi/loss_binding.h"
 #include "train/fused_lm_head_loss.h"
 #include "train/losses.h"
@@ -13,25 +14,10 @@ namespace swerl::napi {
 
 namespace {
 
-const float* optionalFloats(const Napi::CallbackInfo& info, size_t i, const char* name, size_t n) {
-  if (info.Length() <= i || info[i].IsNull() || info[i].IsUndefined()) return nullptr;
-  Napi::Float32Array a = argFloat32Array(info, i, name);
-  require(info.Env(), a.ElementLength() == n, std::string(name) + " must have one entry per token");
-  static const float kEmpty = 0;  // an empty array's Data() may be null, which means "absent" here
-  return n == 0 ? &kEmpty : a.Data();
-}
-
 double numberField(Napi::Object o, const char* name) {
   Napi::Value v = o.Get(name);
   require(o.Env(), v.IsNumber(), std::string("config.") + name + " must be a number");
   return v.As<Napi::Number>().DoubleValue();
-}
-
-// The logit scale at info[i] (1 / temperature), 1 when absent.
-float invTemperatureArg(const Napi::CallbackInfo& info, size_t i) {
-  if (info.Length() <= i || info[i].IsUndefined() || info[i].IsNull()) return 1.0f;
-  require(info.Env(), info[i].IsNumber(), "invTemperature must be a number");
-  return static_cast<float>(info[i].As<Napi::Number>().DoubleValue());
 }
 
 // Common arguments: logits, vocab, targets, ...; returns T after checking shapes.
@@ -54,13 +40,6 @@ Napi::Float32Array gradBuffer(const Napi::CallbackInfo& info, size_t i, size_t n
   return Napi::Float32Array::New(info.Env(), n);
 }
 
-// The policy loss's statistics, added to a result object.
-void setPolicyStats(Napi::Object o, const PolicyLossResult& r) {
-  o.Set("entropy", r.entropy);
-  o.Set("clipFracLow", r.clipFracLow);
-  o.Set("clipFracHigh", r.clipFracHigh);
-}
-
 Napi::Object resultObject(Napi::Env env, double loss, Napi::Float32Array grad, Napi::Float32Array logprobs) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("loss", loss);
@@ -69,8 +48,30 @@ Napi::Object resultObject(Napi::Env env, double loss, Napi::Float32Array grad, N
   return o;
 }
 
-// Per-token inputs at info[first..first+5]: oldLogprobs, advantages, mask, seqIds, refLogprobs,
-// rolloutLogprobs.
+}  // namespace
+
+// ---- shared with the device bindings (napi/loss_args.h) ----
+
+const float* optionalFloats(const Napi::CallbackInfo& info, size_t i, const char* name, size_t n) {
+  if (info.Length() <= i || info[i].IsNull() || info[i].IsUndefined()) return nullptr;
+  Napi::Float32Array a = argFloat32Array(info, i, name);
+  require(info.Env(), a.ElementLength() == n, std::string(name) + " must have one entry per token");
+  static const float kEmpty = 0;  // an empty array's Data() may be null, which means "absent" here
+  return n == 0 ? &kEmpty : a.Data();
+}
+
+float invTemperatureArg(const Napi::CallbackInfo& info, size_t i) {
+  if (info.Length() <= i || info[i].IsUndefined() || info[i].IsNull()) return 1.0f;
+  require(info.Env(), info[i].IsNumber(), "invTemperature must be a number");
+  return static_cast<float>(info[i].As<Napi::Number>().DoubleValue());
+}
+
+void setPolicyStats(Napi::Object o, const PolicyLossResult& r) {
+  o.Set("entropy", r.entropy);
+  o.Set("clipFracLow", r.clipFracLow);
+  o.Set("clipFracHigh", r.clipFracHigh);
+}
+
 void readPolicyTokens(const Napi::CallbackInfo& info, size_t first, size_t T, PolicyLossInputs& in) {
   Napi::Env env = info.Env();
   in.oldLogprobs = optionalFloats(info, first, "oldLogprobs", T);
@@ -85,8 +86,6 @@ void readPolicyTokens(const Napi::CallbackInfo& info, size_t first, size_t T, Po
   in.refLogprobs = optionalFloats(info, first + 4, "refLogprobs", T);
   in.rolloutLogprobs = optionalFloats(info, first + 5, "rolloutLogprobs", T);
 }
-
-}  // namespace
 
 PolicyLossConfig parsePolicyLossConfig(Napi::Object c) {
   PolicyLossConfig cfg;

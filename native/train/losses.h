@@ -68,16 +68,24 @@ class TokenLoss {
    */
   void scaleGradients(double s);
 
- private:
+  /** One row's softmax statistics, as processRows works them out (or a device kernel does). */
   struct RowInfo {
     double lse, entropy, logp, sumExp;  // of softmax(s·x); sumExp: Σ exp((x − max)·s)
     float max;                          // max_j x_j
   };
-  void tokenTerm(size_t t, const RowInfo& info, double& c, double& e);
-  void processScaledRows(const float* logits, size_t t0, size_t n, float* grad, float* logprobs);
-  // Checks the rows' finiteness, writes their logprobs and works out their coefficients c, e in order.
+  /**
+   * The host half of processRows, for a caller that computes the row statistics itself (the CUDA
+   * losses, kernels/cuda/losses.cu): checks rows [t0, t0 + n) are finite (NON_FINITE_LOGITS,
+   * before anything is written), writes their logprobs and, in token order, adds their loss terms
+   * and works out each row's gradient coefficients c = dL/dlogp and e = −dL/dH; the gradient of
+   * softmax(s·x) is then s·(c·(δ_j,target − p_j) + e·p_j·(log p_j + H)).
+   */
   void rowTerms(size_t t0, size_t n, const std::vector<RowInfo>& info, const std::vector<char>& finite, float* logprobs,
                 std::vector<double>& c, std::vector<double>& e);
+
+ private:
+  void tokenTerm(size_t t, const RowInfo& info, double& c, double& e);
+  void processScaledRows(const float* logits, size_t t0, size_t n, float* grad, float* logprobs);
 
   PolicyLossInputs in_{};
   PolicyLossConfig cfg_{};

@@ -4,7 +4,10 @@
  * truncated importance sampling; and masked cross-entropy for SFT/RFT. Native, multi-threaded,
  * two reads of each row, the gradient written directly. A temperature T scales the logits by 1 / T
  * first (verl's actor temperature), with the engine's arithmetic for bitwise equal logprobs.
+ * `policyLoss` and `sftLoss` also take the logits as a {@link DeviceTensor} (the CUDA kernels of
+ * native/kernels/cuda/losses.cu): the gradient then stays on the device, the rest comes back.
  */
+import { DeviceTensor } from '../device-tensor.js';
 import { invalidArgument } from '../errors.js';
 import { type NativePolicyLossConfig, native } from '../native.js';
 import { checkEnum, checkInteger, checkObject } from '../validate.js';
@@ -55,6 +58,14 @@ export interface PolicyLossInputs {
   rolloutLogprobs?: Float32Array;
 }
 
+/**
+ * Inputs of {@link policyLoss} on the GPU: the logits [T, vocab] (f32) in device memory; the
+ * per-token arrays stay on the host.
+ */
+export interface DevicePolicyLossInputs extends Omit<PolicyLossInputs, 'logits'> {
+  logits: DeviceTensor;
+}
+
 /** Result of {@link policyLoss}. */
 export interface PolicyLossResult {
   loss: number;
@@ -79,6 +90,21 @@ export interface LossOutput {
   gradLogits?: Float32Array;
 }
 
+/**
+ * Where the losses on a {@link DeviceTensor} write the gradient: a reused f32 tensor of T × vocab
+ * elements, or the logits tensor itself (in place). Without it a new [T, vocab] tensor is
+ * allocated each call; the caller owns it (dispose() frees it).
+ */
+export interface DeviceLossOutput {
+  gradLogits?: DeviceTensor;
+}
+
+/** Result of {@link policyLoss} on a {@link DeviceTensor}: the gradient on the device, the rest on the host. */
+export interface DevicePolicyLossResult extends Omit<PolicyLossResult, 'gradLogits'> {
+  /** d loss / d logits, [T, vocab]: `out.gradLogits` when given, else a new tensor. */
+  gradLogits: DeviceTensor;
+}
+
 /** The logits' temperature of the SFT losses ({@link sftLoss}, {@link sftLossFused}). */
 export interface LossTemperature {
   /**
@@ -96,6 +122,12 @@ export interface SftLossResult {
   logprobs: Float32Array;
 }
 
+/** Result of {@link sftLoss} on a {@link DeviceTensor}: the gradient on the device, the rest on the host. */
+export interface DeviceSftLossResult extends Omit<SftLossResult, 'gradLogits'> {
+  /** d loss / d logits, [T, vocab]: `out.gradLogits` when given, else a new tensor. */
+  gradLogits: DeviceTensor;
+}
+
 const AGGREGATIONS = ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum', 'seq-mean-token-sum-norm'] as const;
 
 /**
@@ -104,12 +136,53 @@ const AGGREGATIONS = ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum',
  * aggregated by `agg`, plus klCoef·agg(k3) minus entropyCoef·agg(H), all of
  * softmax(logits / `cfg.temperature`). Errors: INVALID_ARGUMENT
  * for shapes, targets or options; NON_FINITE_LOGITS for NaN or ±Inf logits.
+ *
+ * With the logits in a {@link DeviceTensor} (f32, T × vocab elements) the CUDA kernels compute the
+ * same loss (same options, checks and errors, results equal to the CPU's within float rounding):
+ * the gradient is written to `out.gradLogits` (a DeviceTensor; may be the logits tensor, in place)
+ * or a new [T, vocab] tensor, the logprobs and statistics come back on the host. A row's logprob
+ * and gradient do not depend on the other rows of the batch. A refused call (NON_FINITE_LOGITS
+ * included) writes no gradient. CUDA_UNAVAILABLE without a CUDA build and device.
  */
-export function policyLoss(a: PolicyLossInputs, cfg: PolicyLossConfig = {}, out: LossOutput = {}): PolicyLossResult {
+export function policyLoss(a: PolicyLossInputs, cfg?: PolicyLossConfig, out?: LossOutput): PolicyLossResult;
+export function policyLoss(
+  a: DevicePolicyLossInputs,
+  cfg?: PolicyLossConfig,
+  out?: DeviceLossOutput,
+): DevicePolicyLossResult;
+export function policyLoss(
+  a: PolicyLossInputs | DevicePolicyLossInputs,
+  cfg: PolicyLossConfig = {},
+  out: LossOutput | DeviceLossOutput = {},
+): PolicyLossResult | DevicePolicyLossResult {
   const o = checkObject('inputs', a);
   const T = checkRows(o);
   const config = checkConfig(cfg);
   const seqIds = optionalArray(o, 'seqIds', Int32Array, T);
+  if (o.logits instanceof DeviceTensor) {
+    const logits = o.logits;
+    const oldLogprobs = requiredFloats(o, 'oldLogprobs', T);
+    const advantages = requiredFloats(o, 'advantages', T);
+    const mask = requiredFloats(o, 'mask', T);
+    const refLogprobs = optionalArray(o, 'refLogprobs', Float32Array, T) ?? null;
+    const rolloutLogprobs = optionalArray(o, 'rolloutLogprobs', Float32Array, T) ?? null;
+    return withDeviceGrad(out, T, o.vocab as number, (grad) => ({
+      ...native().policyLossDevice(
+        logits.buffer,
+        o.vocab as number,
+        o.targets as Int32Array,
+        oldLogprobs,
+        advantages,
+        mask,
+        seqIds ?? null,
+        refLogprobs,
+        rolloutLogprobs,
+        config,
+        grad.buffer,
+      ),
+      gradLogits: grad,
+    }));
+  }
   const r = native().policyLoss(
     o.logits as Float32Array,
     o.vocab as number,
@@ -251,14 +324,33 @@ function fusedOptions(
 /**
  * Masked mean cross-entropy −Σ m·logp / Σ m (0 when Σ m = 0), its gradient and the logprobs, of
  * softmax(logits / temperature) (default temperature 1).
+ *
+ * With the logits in a {@link DeviceTensor} the CUDA kernels compute it, as {@link policyLoss}
+ * does: the gradient goes to `out.gradLogits` (a DeviceTensor, possibly the logits) or a new one.
  */
 export function sftLoss(
   a: { logits: Float32Array; vocab: number; targets: Int32Array; mask: Float32Array } & LossTemperature,
-  out: LossOutput = {},
-): SftLossResult {
+  out?: LossOutput,
+): SftLossResult;
+export function sftLoss(
+  a: { logits: DeviceTensor; vocab: number; targets: Int32Array; mask: Float32Array } & LossTemperature,
+  out?: DeviceLossOutput,
+): DeviceSftLossResult;
+export function sftLoss(
+  a: { logits: Float32Array | DeviceTensor; vocab: number; targets: Int32Array; mask: Float32Array } & LossTemperature,
+  out: LossOutput | DeviceLossOutput = {},
+): SftLossResult | DeviceSftLossResult {
   const o = checkObject('inputs', a);
   const T = checkRows(o);
   const scale = invTemperature('temperature', o.temperature ?? 1);
+  if (o.logits instanceof DeviceTensor) {
+    const logits = o.logits;
+    const mask = requiredFloats(o, 'mask', T);
+    return withDeviceGrad(out, T, o.vocab as number, (grad) => ({
+      ...native().sftLossDevice(logits.buffer, o.vocab as number, o.targets as Int32Array, mask, grad.buffer, scale),
+      gradLogits: grad,
+    }));
+  }
   return native().sftLoss(
     o.logits as Float32Array,
     o.vocab as number,
@@ -271,6 +363,26 @@ export function sftLoss(
 
 function gradOut(out: unknown, n: number): Float32Array | undefined {
   return optionalArray(checkObject('out', out), 'gradLogits', Float32Array, n);
+}
+
+/**
+ * Runs a device loss with its gradient tensor: out.gradLogits (an f32 DeviceTensor of T × vocab
+ * elements) or a new [T, vocab] one, disposed again if the call throws.
+ */
+function withDeviceGrad<R>(out: unknown, T: number, vocab: number, run: (grad: DeviceTensor) => R): R {
+  const g = checkObject('out', out).gradLogits;
+  if (g !== undefined && g !== null) {
+    if (!(g instanceof DeviceTensor) || g.dtype !== 'f32' || g.size !== T * vocab)
+      throw invalidArgument('gradLogits', `an f32 DeviceTensor of [targets.length, vocab] = ${T * vocab} elements`, g);
+    return run(g);
+  }
+  const grad = DeviceTensor.zeros([T, vocab]);
+  try {
+    return run(grad);
+  } catch (e) {
+    grad.dispose();
+    throw e;
+  }
 }
 
 /** @internal The policy-loss config with defaults filled in, checked (INVALID_ARGUMENT). */
@@ -309,13 +421,19 @@ export function invTemperature(name: string, t: unknown): number {
   return s;
 }
 
+// T, after checking the logits (a Float32Array, or an f32 DeviceTensor) hold [T, vocab] values.
 function checkRows(o: Record<string, unknown>): number {
-  if (!(o.logits instanceof Float32Array)) throw invalidArgument('logits', 'a Float32Array', o.logits);
+  const logits = o.logits;
+  const onDevice = logits instanceof DeviceTensor;
+  if (!(logits instanceof Float32Array) && !onDevice)
+    throw invalidArgument('logits', 'a Float32Array or a DeviceTensor', logits);
+  if (onDevice && logits.dtype !== 'f32') throw invalidArgument('logits', 'an f32 DeviceTensor', `${logits.dtype}`);
   const vocab = checkInteger('vocab', o.vocab, 1, 0x7fffffff);
   if (!(o.targets instanceof Int32Array)) throw invalidArgument('targets', 'an Int32Array', o.targets);
   const T = o.targets.length;
-  if (o.logits.length !== T * vocab) {
-    throw invalidArgument('logits', `[targets.length, vocab] = ${T * vocab} values`, `${o.logits.length} values`);
+  const n = onDevice ? logits.size : logits.length;
+  if (n !== T * vocab) {
+    throw invalidArgument('logits', `[targets.length, vocab] = ${T * vocab} values`, `${n} values`);
   }
   return T;
 }
