@@ -2,8 +2,14 @@
  * Batched token sampling (DESIGN.md section 6), native and multi-threaded over rows. vLLM's
  * order: penalties, temperature, min-p, top-k, top-p. Row i depends only on its own logits,
  * params[i] and positions[i], never on the rest of the batch.
+ *
+ * Logits on the host (a Float32Array) are sampled on the CPU; logits on the GPU (a DeviceTensor)
+ * by the CUDA sampler, which draws the same tokens (the same race, keyed by seed and position)
+ * and reports logprobs that agree with the CPU's to the bound documented in
+ * native/kernels/cuda/sampler_cuda.h.
  */
 import { randomInt } from 'node:crypto';
+import { DeviceTensor } from './device-tensor.js';
 import { invalidArgument } from './errors.js';
 import { native } from './native.js';
 import { checkInteger, checkObject, toTokenArray } from './validate.js';
@@ -48,47 +54,63 @@ export interface SampleResult {
  * Samples one token per row of `logits` ([params.length, vocab], row-major). Row i uses params[i]
  * and positions[i] (default 0): the same (seed, position, logits row, params) always gives the
  * same token. −Inf logits are allowed (probability 0); NaN or +Inf throw NON_FINITE_LOGITS.
+ *
+ * `logits` is a Float32Array (sampled on the CPU) or an f32 {@link DeviceTensor} of
+ * params.length × vocab elements, e.g. shape [rows, vocab] (sampled on the GPU by the CUDA
+ * sampler; the results come back on the host). Both give the same token for the same row; the
+ * logprobs agree to the CUDA sampler's documented bound. A DeviceTensor without a CUDA build or
+ * device throws CUDA_UNAVAILABLE (when it is created).
  */
 export function sample(
-  logits: Float32Array,
+  logits: Float32Array | DeviceTensor,
   vocab: number,
   params: SamplingParams[],
   positions?: Int32Array,
 ): SampleResult {
   const rows = checkSampleArgs(logits, vocab, params, positions);
-  const [tokens, logprobs, rawLogprobs] = native().sample(logits, vocab, rows, positions ?? null);
+  const [tokens, logprobs, rawLogprobs] =
+    logits instanceof DeviceTensor
+      ? native().sampleDevice(logits.buffer, rows.length, vocab, rows, positions ?? null)
+      : native().sample(logits, vocab, rows, positions ?? null);
   return { tokens, logprobs, rawLogprobs };
 }
 
 /**
  * {@link sample} on a native thread (for servers and the engine: the event loop stays free).
- * `logits` must not change until the Promise settles.
+ * A Float32Array of `logits` must not change until the Promise settles. With a DeviceTensor the
+ * work is the GPU's: the kernel runs from the calling thread (the call returns once the results
+ * are on the host) and the Promise resolves with them.
  */
 export async function sampleAsync(
-  logits: Float32Array,
+  logits: Float32Array | DeviceTensor,
   vocab: number,
   params: SamplingParams[],
   positions?: Int32Array,
 ): Promise<SampleResult> {
+  if (logits instanceof DeviceTensor) return sample(logits, vocab, params, positions);
   const rows = checkSampleArgs(logits, vocab, params, positions);
   const [tokens, logprobs, rawLogprobs] = await native().sample(logits, vocab, rows, positions ?? null, true);
   return { tokens, logprobs, rawLogprobs };
 }
 
 function checkSampleArgs(
-  logits: Float32Array,
+  logits: Float32Array | DeviceTensor,
   vocab: number,
   params: SamplingParams[],
   positions: Int32Array | undefined,
 ): NativeSamplingParams[] {
-  if (!(logits instanceof Float32Array)) throw invalidArgument('logits', 'a Float32Array', logits);
+  const onDevice = logits instanceof DeviceTensor;
+  if (!(logits instanceof Float32Array) && !onDevice)
+    throw invalidArgument('logits', 'a Float32Array or a DeviceTensor', logits);
+  if (onDevice && logits.dtype !== 'f32') throw invalidArgument('logits', 'an f32 DeviceTensor', logits.dtype);
   checkInteger('vocab', vocab, 1, 0x7fffffff);
   if (!Array.isArray(params)) throw invalidArgument('params', 'an array with one SamplingParams per row', params);
-  if (logits.length !== params.length * vocab) {
+  const size = onDevice ? logits.size : logits.length;
+  if (size !== params.length * vocab) {
     throw invalidArgument(
       'logits',
       `[params.length, vocab] = ${params.length * vocab} values`,
-      `${logits.length} values`,
+      onDevice ? `a DeviceTensor of shape [${logits.shape.join(', ')}]` : `${size} values`,
     );
   }
   if (positions !== undefined && !(positions instanceof Int32Array && positions.length === params.length)) {

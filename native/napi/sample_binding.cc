@@ -6,26 +6,11 @@
 #include "kernels/cpu/sampler.h"
 #include "napi/args.h"
 #include "napi/errors.h"
+#include "napi/sampling_params_arg.h"
 
 namespace swerl::napi {
 
 namespace {
-
-float floatField(Napi::Object o, const char* name) {
-  Napi::Value v = o.Get(name);
-  require(o.Env(), v.IsNumber(), std::string("params.") + name + " must be a number");
-  return v.As<Napi::Number>().FloatValue();
-}
-
-void tokensField(Napi::Object o, const char* name, const int32_t*& data, size_t& n) {
-  Napi::Value v = o.Get(name);
-  if (v.IsUndefined() || v.IsNull()) return;
-  require(o.Env(), v.IsTypedArray() && v.As<Napi::TypedArray>().TypedArrayType() == napi_int32_array,
-          std::string("params.") + name + " must be an Int32Array");
-  Napi::Int32Array a = v.As<Napi::Int32Array>();
-  data = a.Data();
-  n = a.ElementLength();
-}
 
 // sampleRows on the libuv pool: owns copies of the params' token histories and the positions,
 // holds the logits array (the caller must not change it until the Promise settles).
@@ -97,39 +82,10 @@ Napi::Value Sample(const Napi::CallbackInfo& info) {
     Napi::Float32Array logits = argFloat32Array(info, 0, "logits");
     const int64_t vocab = argInteger(info, 1, "vocab");
     require(env, vocab >= 1, "vocab must be >= 1");
-    require(env, info.Length() > 2 && info[2].IsArray(), "params must be an array");
-    Napi::Array list = info[2].As<Napi::Array>();
-    const size_t rows = list.Length();
+    std::vector<SamplingParams> params = samplingParamsArg(info, 2);
+    const size_t rows = params.size();
     require(env, logits.ElementLength() == rows * static_cast<size_t>(vocab), "logits must be [params.length, vocab]");
-    const int32_t* positions = nullptr;
-    if (info.Length() > 3 && !info[3].IsNull() && !info[3].IsUndefined()) {
-      Napi::Int32Array pos = argInt32Array(info, 3, "positions");
-      require(env, pos.ElementLength() == rows, "positions must have one entry per row");
-      positions = pos.Data();
-    }
-    std::vector<SamplingParams> params(rows);
-    for (size_t r = 0; r < rows; ++r) {
-      Napi::Value v = list.Get(static_cast<uint32_t>(r));
-      require(env, v.IsObject(), "params[" + std::to_string(r) + "] must be an object");
-      Napi::Object o = v.As<Napi::Object>();
-      SamplingParams& p = params[r];
-      p.temperature = floatField(o, "temperature");
-      const double topK = o.Get("topK").IsNumber() ? o.Get("topK").As<Napi::Number>().DoubleValue() : -1;
-      require(env, topK >= 0 && topK <= 2147483647.0 && topK == static_cast<int32_t>(topK),
-              "params.topK must be an integer >= 0");
-      p.topK = static_cast<int32_t>(topK);
-      p.topP = floatField(o, "topP");
-      p.minP = floatField(o, "minP");
-      const double seed = o.Get("seed").IsNumber() ? o.Get("seed").As<Napi::Number>().DoubleValue() : -1;
-      require(env, seed >= 0 && seed <= 9007199254740991.0 && seed == static_cast<double>(static_cast<uint64_t>(seed)),
-              "params.seed must be an integer in [0, 2^53)");
-      p.seed = static_cast<uint64_t>(seed);
-      p.repetitionPenalty = floatField(o, "repetitionPenalty");
-      p.presencePenalty = floatField(o, "presencePenalty");
-      p.frequencyPenalty = floatField(o, "frequencyPenalty");
-      tokensField(o, "promptTokens", p.promptTokens, p.numPromptTokens);
-      tokensField(o, "outputTokens", p.outputTokens, p.numOutputTokens);
-    }
+    const int32_t* positions = positionsArg(info, 3, rows);
     if (info.Length() > 4 && info[4].ToBoolean()) {  // async: a Promise of the same triple
       std::vector<std::vector<int32_t>> histories(2 * rows);
       for (size_t r = 0; r < rows; ++r) {

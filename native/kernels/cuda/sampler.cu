@@ -1,8 +1,657 @@
-// The CUDA sampler kernels (sampler_cuda.h). Not yet written: every entry throws INTERNAL.
+// The CUDA sampler (sampler_cuda.h): sampleRows (kernels/cpu/sampler.h) on device logits, with the
+// CPU's order, semantics and draw.
+//
+// One block of kThreads threads per row. A row reads only its own logits and plan, and every
+// block-wide reduction combines the threads' partials in one fixed order (blockReduce), so a
+// row's results are the same bits alone or anywhere in a batch of any size.
+//
+// Per row, with y the penalised logits (x itself when there are no penalties) and
+// e_j = exp((y_j − max y) / T) by the CPU's exp polynomial (expPoly):
+// 1. statistics of x and of y: max, first argmax, NaN/+Inf, and Σ exp(· − max) in f64;
+// 2. greedy rows (T < 1e-5): the first maximum of y;
+// 3. otherwise the filters, each a prefix of the order (y descending, index ascending) kept as a
+//    Cut (y > thr, plus the ties y == thr up to index lastTie): min-p and top-k by count, then
+//    top-p by mass over what top-k kept. Sort-free: a radix select over the order key of y (16
+//    buckets, 4 bits of the key a round; at most 8 rounds), counting tokens or summing e_j in
+//    each bucket, narrows the boundary to one value; one more pass ranks the ties at that value
+//    in index order;
+// 4. the exponential race (kernels/cpu/race.h) among the kept tokens: each thread scores its
+//    candidates exactly (f64) and the block keeps the best (score, lowest index): the CPU's winner.
+// Logprobs: (y_tok − max)/T − log(kept mass) and x_tok − logsumexp(x), with the sums in f64 over
+// the same f32 e_j the CPU's vector path computes.
+//
+// Penalised rows are first copied to a scratch row and patched there: the host resolves each
+// row's token lists into one entry per token, with the CPU's float operations.
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
 #include "common/error.h"
+#include "kernels/cpu/race.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_compat.h"
 #include "kernels/cuda/sampler_cuda.h"
+
 namespace swerl {
-void sampleRowsCuda(const float*, size_t, size_t, const SamplingParams*, const int32_t*, SampleResult*) {
-  throw Error(ErrorCode::Internal, "sampleRowsCuda: not written yet");
+
+namespace {
+
+constexpr int kThreads = 256;                  // per row (block)
+constexpr int kSegments = 16;                  // blockReduce's first stage: kSegments runs of
+constexpr int kSegLen = kThreads / kSegments;  // kSegLen threads each
+constexpr int kBucketBits = 4;                 // radix select: bits of the key per round
+constexpr int kBuckets = 1 << kBucketBits;
+constexpr int kMaxReduce = kBuckets;           // doubles per thread in one reduction
+constexpr float kGreedyBelow = 1e-5f;          // vLLM's sampling epsilon, as the CPU
+constexpr double kBoundSlack = 1.0 + 0x1p-10;  // the race's candidate bound widening (race.cc)
+constexpr int64_t kAllTies = INT64_MAX;        // a Cut keeping every tie at its threshold
+
+// RowPlan::flags
+constexpr uint32_t kGreedy = 1, kPenalized = 2, kFiltered = 4;
+
+// What the kernel needs of one row's SamplingParams (host-resolved).
+struct RowPlan {
+  float invT;  // 1 / temperature (unused for greedy rows)
+  float topP, minP, repetitionPenalty;
+  uint32_t keyA, keyB;  // the race's RaceKey for (seed, position)
+  uint32_t topK;        // 0: off
+  uint32_t flags;       // kGreedy | kPenalized | kFiltered
+  int64_t scratch;      // offset (floats) of the row's penalised copy; −1: no penalty entries
+  uint32_t firstEntry, numEntries;
+};
+
+// One penalised token: y = repeat ? (y > 0 ? y / r : y · r) : y, then y −= delta.
+struct PenaltyEntry {
+  int32_t token;
+  uint32_t repeat;
+  float delta;  // frequencyPenalty · count + presencePenalty (0 for prompt-only tokens)
+};
+
+struct RowResult {
+  int32_t token;
+  float logprob, rawLogprob;
+  int32_t ok;  // 0: NaN/+Inf or nothing finite (raw or penalised)
+};
+
+// Block-shared scratch of the reductions: kThreads × kMaxReduce partials, then the result.
+__shared__ double sRed[kThreads * kMaxReduce];
+__shared__ double sOut[kMaxReduce];
+__shared__ int64_t sTie;
+
+// ---- block-wide building blocks ------------------------------------------------------------
+
+/**
+ * Combines every thread's v[0, W) with `combine(acc, other)` in a fixed order (threads in runs of
+ * kSegLen, then the runs), so the result never depends on timing; every thread gets it in v.
+ */
+template <int W, typename Combine>
+__device__ void blockReduce(double (&v)[W], Combine combine) {
+  static_assert(W <= kMaxReduce, "blockReduce: too many values per thread");
+  const int t = threadIdx.x;
+  for (int w = 0; w < W; ++w) sRed[t * W + w] = v[w];
+  __syncthreads();
+  if (t < kSegments) {
+    double* acc = sRed + t * kSegLen * W;
+    for (int i = 1; i < kSegLen; ++i) combine(acc, acc + i * W);
+  }
+  __syncthreads();
+  if (t == 0) {
+    for (int s = 1; s < kSegments; ++s) combine(sRed, sRed + s * kSegLen * W);
+    for (int w = 0; w < W; ++w) sOut[w] = sRed[w];
+  }
+  __syncthreads();
+  for (int w = 0; w < W; ++w) v[w] = sOut[w];
 }
+
+template <int W>
+struct SumOp {
+  __device__ void operator()(double* a, const double* b) const {
+    for (int w = 0; w < W; ++w) a[w] += b[w];
+  }
+};
+
+template <int W>
+__device__ void blockSum(double (&v)[W]) {
+  blockReduce(v, SumOp<W>{});
+}
+
+/** Thread t's exclusive prefix of c over threads 0..t−1 (in thread order); total gets the sum. */
+__device__ double blockExclusiveScan(double c, double& total) {
+  const int t = threadIdx.x;
+  double* runs = sRed + kThreads;                  // [kSegments] run sums
+  double* runStart = sRed + kThreads + kSegments;  // [kSegments] exclusive prefixes of the runs
+  sRed[t] = c;
+  __syncthreads();
+  if (t < kSegments) {
+    double acc = 0;
+    for (int i = 0; i < kSegLen; ++i) acc += sRed[t * kSegLen + i];
+    runs[t] = acc;
+  }
+  __syncthreads();
+  if (t == 0) {
+    double acc = 0;
+    for (int s = 0; s < kSegments; ++s) {
+      runStart[s] = acc;
+      acc += runs[s];
+    }
+    sOut[0] = acc;
+  }
+  __syncthreads();
+  const int run = t / kSegLen;
+  double prefix = runStart[run];
+  for (int i = run * kSegLen; i < t; ++i) prefix += sRed[i];
+  total = sOut[0];
+  __syncthreads();  // before anyone reuses sRed
+  return prefix;
+}
+
+// ---- per-element math, as the CPU ------------------------------------------------------------
+
+/**
+ * exp(x) for x ≤ 0, 0 below −87 and for −Inf: the CPU's polynomial (expNonPositive) with its
+ * vector paths' fused multiply-adds (row_softmax_avx2.cc), so the values are the CPU's bits.
+ */
+__device__ __forceinline__ float expPoly(float x) {
+  if (!(x >= -87.0f)) return 0.0f;
+  const float n = rintf(x * 1.44269504088896341f);
+  float r = fmaf(-n, 0.693359375f, x);
+  r = fmaf(-n, -2.12194440e-4f, r);
+  float p = 1.9875691500e-4f;
+  p = fmaf(p, r, 1.3981999507e-3f);
+  p = fmaf(p, r, 8.3334519073e-3f);
+  p = fmaf(p, r, 4.1665795894e-2f);
+  p = fmaf(p, r, 1.6666665459e-1f);
+  p = fmaf(p, r, 5.0000001201e-1f);
+  const float pr = p * r;
+  const float y = fmaf(pr, r, r) + 1.0f;
+  return __uint_as_float(__float_as_uint(y) + (static_cast<uint32_t>(static_cast<int32_t>(n)) << 23));
+}
+
+/** e_j = exp((v − max) · invT). */
+__device__ __forceinline__ float scaledExp(float v, float max, float invT) { return expPoly((v - max) * invT); }
+
+/** A key that orders floats as numbers (−0 as +0): larger value, larger key. */
+__device__ __forceinline__ uint32_t orderKey(float v) {
+  const uint32_t u = v == 0.0f ? 0u : __float_as_uint(v);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+/** The value of an orderKey. */
+__device__ __forceinline__ float keyValue(uint32_t k) {
+  return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
+}
+
+// The race's hash and score (race.h's raceMix, raceV, raceScore), for the device.
+__device__ __forceinline__ uint32_t mix32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352dU;
+  x ^= x >> 15;
+  x *= 0x846ca68bU;
+  x ^= x >> 16;
+  return x;
+}
+
+__device__ __forceinline__ float raceVDevice(uint32_t a, uint32_t b, uint32_t j) {
+  const uint32_t bits = mix32(mix32(j + a) ^ b);
+  return static_cast<float>((bits >> 8) + 1) * 0x1p-24f;
+}
+
+__device__ __forceinline__ double raceScoreDevice(double yScaled, float v) {
+  return yScaled - log(-log1p(-static_cast<double>(v)));  // v = 1: −Inf (never wins)
+}
+
+// ---- row passes --------------------------------------------------------------------------------
+
+/** Tokens kept: y > thr, or y == thr and index ≤ lastTie. The default keeps everything. */
+struct Cut {
+  float thr;
+  int64_t lastTie;
+  __device__ bool keeps(float v, uint32_t j) const {
+    return v > thr || (v == thr && static_cast<int64_t>(j) <= lastTie);
+  }
+};
+
+__device__ Cut keepAll() { return Cut{-INFINITY, kAllTies}; }
+
+struct RowStats {
+  float max;
+  uint32_t argmax;  // the first index of max
+  uint32_t minKey, maxKey;
+  bool valid;  // no NaN or +Inf, and something above −Inf
+};
+
+// (max, first argmax, sane, min key): the larger max, or the same at a lower index.
+struct StatsOp {
+  __device__ void operator()(double* a, const double* b) const {
+    if (b[0] > a[0] || (b[0] == a[0] && b[1] < a[1])) {
+      a[0] = b[0];
+      a[1] = b[1];
+    }
+    a[2] = a[2] < b[2] ? a[2] : b[2];
+    a[3] = a[3] < b[3] ? a[3] : b[3];
+  }
+};
+
+__device__ RowStats rowStats(const float* y, uint32_t n) {
+  float m = -INFINITY;
+  uint32_t arg = n, minKey = 0xffffffffu;
+  bool sane = true;
+  for (uint32_t j = threadIdx.x; j < n; j += kThreads) {
+    const float v = y[j];
+    if (v != v || v == INFINITY) {
+      sane = false;
+      continue;
+    }
+    if (v > m) {
+      m = v;
+      arg = j;
+    }
+    const uint32_t k = orderKey(v);
+    minKey = k < minKey ? k : minKey;
+  }
+  double s[4] = {m, static_cast<double>(arg), sane ? 1.0 : 0.0, static_cast<double>(minKey)};
+  blockReduce(s, StatsOp{});
+  RowStats st;
+  st.max = static_cast<float>(s[0]);
+  st.argmax = static_cast<uint32_t>(s[1]);
+  st.minKey = static_cast<uint32_t>(s[3]);
+  st.valid = s[2] == 1.0 && st.max > -INFINITY;
+  st.maxKey = st.valid ? orderKey(st.max) : 0;
+  return st;
+}
+
+/** Σ_j exp((y_j − max) · invT) over the kept tokens, in f64. */
+__device__ double keptMass(const float* y, uint32_t n, const Cut& cut, float max, float invT) {
+  double s[1] = {0};
+  for (uint32_t j = threadIdx.x; j < n; j += kThreads) {
+    const float v = y[j];
+    if (cut.keeps(v, j)) s[0] += scaledExp(v, max, invT);
+  }
+  blockSum(s);
+  return s[0];
+}
+
+/** The whole row's mass and the count of e_j ≥ minP (min-p's kept count). */
+__device__ void massAndMinPCount(const float* y, uint32_t n, float max, float invT, float minP, double& mass,
+                                 double& count) {
+  double s[2] = {0, 0};
+  for (uint32_t j = threadIdx.x; j < n; j += kThreads) {
+    const float e = scaledExp(y[j], max, invT);
+    s[0] += e;
+    s[1] += e >= minP ? 1.0 : 0.0;
+  }
+  blockSum(s);
+  mass = s[0];
+  count = s[1];
+}
+
+/** Where a prefix of the order ends: every kept token with key > `key`, plus some with key == key. */
+struct Boundary {
+  bool found;
+  uint32_t key;
+  double above;  // weight of the kept tokens with key > `key`
+  double at;     // weight of the kept tokens with key == `key`
+};
+
+/**
+ * The radix select: the largest key K in [lo, hi] such that the kept tokens with key ≥ K weigh at
+ * least target (weight 1 per token, or e_j with kMass), given that those with key > hi weigh 0 and
+ * all of [lo, hi] weighs `total`. Not found when the buckets' sums never reach target (rounding).
+ */
+template <bool kMass>
+__device__ Boundary radixSelect(const float* y, uint32_t n, const Cut& within, uint32_t lo, uint32_t hi, double target,
+                                double total, float max, float invT) {
+  double above = 0, at = total;
+  while (lo < hi) {
+    const uint32_t span = hi - lo;  // offsets 0..span
+    const int bits = 32 - __clz(static_cast<int>(span));
+    const int shift = bits > kBucketBits ? bits - kBucketBits : 0;
+    double w[kBuckets];
+    for (int b = 0; b < kBuckets; ++b) w[b] = 0;
+    for (uint32_t j = threadIdx.x; j < n; j += kThreads) {
+      const float v = y[j];
+      if (!within.keeps(v, j)) continue;
+      const uint32_t k = orderKey(v);
+      if (k < lo || k > hi) continue;
+      w[(k - lo) >> shift] += kMass ? static_cast<double>(scaledExp(v, max, invT)) : 1.0;
+    }
+    blockSum(w);
+    int b = kBuckets - 1;
+    for (; b >= 0; --b) {  // from the largest keys down
+      if (above + w[b] >= target) break;
+      above += w[b];
+    }
+    if (b < 0) return Boundary{false, 0, 0, 0};
+    const uint64_t bucketLo = static_cast<uint64_t>(lo) + (static_cast<uint64_t>(b) << shift);
+    const uint64_t bucketHi = bucketLo + (uint64_t(1) << shift) - 1;
+    lo = static_cast<uint32_t>(bucketLo);
+    hi = bucketHi < hi ? static_cast<uint32_t>(bucketHi) : hi;
+    at = w[b];
+  }
+  return Boundary{true, lo, above, at};
+}
+
+/**
+ * The index of the r-th token (r ≥ 1, in index order) with y == thr and index ≤ limit, where
+ * r = rank(number of such tokens). Threads take contiguous spans here, so that a scan of their
+ * counts ranks the ties.
+ */
+template <typename Rank>
+__device__ int64_t nthTie(const float* y, uint32_t n, float thr, int64_t limit, Rank rank) {
+  const uint32_t span = (n + kThreads - 1) / kThreads;
+  const uint64_t begin64 = static_cast<uint64_t>(threadIdx.x) * span;
+  const uint32_t begin = begin64 < n ? static_cast<uint32_t>(begin64) : n;
+  const uint32_t end = n - begin < span ? n : begin + span;
+  double count = 0;
+  for (uint32_t j = begin; j < end; ++j) count += (y[j] == thr && static_cast<int64_t>(j) <= limit) ? 1.0 : 0.0;
+  double total = 0;
+  const double before = blockExclusiveScan(count, total);
+  const double r = rank(total);
+  if (threadIdx.x == 0) sTie = limit;  // not reached: keep every tie
+  __syncthreads();
+  if (before < r && r <= before + count) {
+    double seen = before;
+    for (uint32_t j = begin; j < end; ++j) {
+      if (!(y[j] == thr && static_cast<int64_t>(j) <= limit)) continue;
+      if (++seen == r) {
+        sTie = j;
+        break;
+      }
+    }
+  }
+  __syncthreads();
+  const int64_t last = sTie;
+  __syncthreads();
+  return last;
+}
+
+/** The first `keep` tokens of the order (keep < n). */
+__device__ Cut cutByCount(const float* y, uint32_t n, uint32_t keep, const RowStats& st) {
+  const Boundary b = radixSelect<false>(y, n, keepAll(), st.minKey, st.maxKey, keep, n, 0.0f, 1.0f);
+  const float thr = keyValue(b.key);
+  const double r = keep - b.above;  // 1..b.at ties at thr are kept
+  if (r == b.at) return Cut{thr, kAllTies};
+  return Cut{thr, nthTie(y, n, thr, kAllTies, [r](double) { return r; })};
+}
+
+/**
+ * top-p within `within` (of mass massWithin): the shortest prefix of the order whose mass reaches
+ * target = topP · massWithin (or all of `within` when rounding leaves it short).
+ */
+__device__ Cut cutByMass(const float* y, uint32_t n, const Cut& within, double massWithin, double target,
+                         const RowStats& st, float invT) {
+  const uint32_t lo = within.thr > -INFINITY ? orderKey(within.thr) : st.minKey;
+  const Boundary b = radixSelect<true>(y, n, within, lo, st.maxKey, target, massWithin, st.max, invT);
+  if (!b.found) return within;
+  const float thr = keyValue(b.key);
+  const double e = scaledExp(thr, st.max, invT), above = b.above;
+  // The fewest ties (in index order) that bring the mass to target: every tie weighs e.
+  auto rank = [e, above, target](double ties) {
+    double r = e > 0 ? ceil((target - above) / e) : ties;
+    r = r < 1 ? 1 : (r > ties ? ties : r);
+    while (r > 1 && above + (r - 1) * e >= target) r -= 1;
+    while (r < ties && above + r * e < target) r += 1;
+    return r;
+  };
+  const int64_t limit = thr == within.thr ? within.lastTie : kAllTies;
+  return Cut{thr, nthTie(y, n, thr, limit, rank)};
+}
+
+// (score, index) of the race: the larger score, or the same score at a lower index; index −1: none.
+struct WinnerOp {
+  __device__ void operator()(double* a, const double* b) const {
+    if (b[1] >= 0 && (a[1] < 0 || b[0] > a[0] || (b[0] == a[0] && b[1] < a[1]))) {
+      a[0] = b[0];
+      a[1] = b[1];
+    }
+  }
+};
+
+/** c = exp(ref/T − best) widened: a token can beat `best` only if v_j ≤ e_j · c (race.h). */
+__device__ float boundFactor(double refScaled, double best) {
+  const double c = exp(refScaled - best) * kBoundSlack;
+  return c < 3.4028234663852886e38 ? static_cast<float>(c) : INFINITY;
+}
+
+/** The race's winner among the kept tokens: the largest exact score, the lowest index on a tie. */
+__device__ uint32_t raceWinner(const float* y, uint32_t n, const Cut& cut, float max, float invT, uint32_t keyA,
+                               uint32_t keyB) {
+  const double refScaled = static_cast<double>(max) * invT;
+  double w[2] = {-INFINITY, -1};
+  float c = INFINITY;
+  for (uint32_t j = threadIdx.x; j < n; j += kThreads) {
+    const float v = y[j];
+    if (!cut.keeps(v, j)) continue;
+    const float bound = scaledExp(v, max, invT) * c;
+    if (!(bound >= 0x1p-24f)) continue;  // also e_j = 0 (−Inf, underflow)
+    const float u = raceVDevice(keyA, keyB, j);
+    if (u > bound) continue;
+    // y·invT is exact in f64 (two 24-bit significands), as the CPU's.
+    const double s = raceScoreDevice(static_cast<double>(v) * invT, u);
+    if (w[1] < 0 || s > w[0]) {  // j rises: an equal score keeps the lower index
+      w[0] = s;
+      w[1] = j;
+      c = boundFactor(refScaled, s);
+    }
+  }
+  blockReduce(w, WinnerOp{});
+  return static_cast<uint32_t>(w[1]);
+}
+
+/** Copies row x to y and applies its penalty entries there. */
+__device__ void penalize(const float* x, float* y, uint32_t n, const PenaltyEntry* entries, uint32_t count,
+                         float repetitionPenalty) {
+  for (uint32_t j = threadIdx.x; j < n; j += kThreads) y[j] = x[j];
+  __syncthreads();
+  for (uint32_t i = threadIdx.x; i < count; i += kThreads) {  // distinct tokens: no two threads meet
+    const PenaltyEntry en = entries[i];
+    float v = y[en.token];
+    if (en.repeat) v = v > 0 ? v / repetitionPenalty : v * repetitionPenalty;
+    y[en.token] = v - en.delta;
+  }
+  __syncthreads();
+}
+
+// grid.x = rows, block = kThreads. logits [rows, vocab]; scratch holds the penalised rows.
+__global__ void __launch_bounds__(kThreads)
+    sampleRowsKernel(const float* logits, uint32_t vocab, const RowPlan* plans, const PenaltyEntry* entries,
+                     float* scratch, RowResult* results) {
+  const uint32_t row = blockIdx.x, n = vocab;
+  const RowPlan plan = plans[row];
+  const float* x = logits + static_cast<size_t>(row) * n;
+  const float* y = x;
+  if (plan.scratch >= 0) {
+    float* py = scratch + plan.scratch;
+    penalize(x, py, n, entries + plan.firstEntry, plan.numEntries, plan.repetitionPenalty);
+    y = py;
+  }
+  RowResult res{0, 0, 0, 0};
+  const RowStats raw = rowStats(x, n);
+  const RowStats proc = y == x ? raw : rowStats(y, n);
+  if (!raw.valid || !proc.valid) {
+    if (threadIdx.x == 0) results[row] = res;
+    return;
+  }
+  const double rawSum = keptMass(x, n, keepAll(), raw.max, 1.0f);
+  const double rawLse = static_cast<double>(raw.max) + log(rawSum);
+  double logprob;
+  if (plan.flags & kGreedy) {
+    res.token = static_cast<int32_t>(proc.argmax);
+    const double sum = y == x ? rawSum : keptMass(y, n, keepAll(), proc.max, 1.0f);
+    logprob = static_cast<double>(y[res.token]) - (static_cast<double>(proc.max) + log(sum));
+  } else {
+    const float invT = plan.invT;
+    double mass = 0, minPCount = 0;
+    massAndMinPCount(y, n, proc.max, invT, plan.minP, mass, minPCount);
+    uint32_t keep = plan.topK > 0 && plan.topK < n ? plan.topK : n;
+    if (plan.minP > 0) {
+      const uint32_t c = minPCount < 1 ? 1u : static_cast<uint32_t>(minPCount);
+      keep = c < keep ? c : keep;
+    }
+    Cut cut = keepAll();
+    if (keep < n) {
+      cut = cutByCount(y, n, keep, proc);
+      mass = keptMass(y, n, cut, proc.max, invT);
+    }
+    if (plan.topP < 1) {
+      cut = cutByMass(y, n, cut, mass, static_cast<double>(plan.topP) * mass, proc, invT);
+      mass = keptMass(y, n, cut, proc.max, invT);
+    }
+    res.token = static_cast<int32_t>(raceWinner(y, n, cut, proc.max, invT, plan.keyA, plan.keyB));
+    logprob = (static_cast<double>(y[res.token]) - proc.max) * invT - log(mass);
+  }
+  res.rawLogprob = static_cast<float>(static_cast<double>(x[res.token]) - rawLse);
+  // Temperature 1, no penalties, no filters: the processed distribution is the raw one (same bits).
+  const bool rawDistribution = !(plan.flags & (kGreedy | kPenalized | kFiltered)) && plan.invT == 1.0f;
+  res.logprob = rawDistribution ? res.rawLogprob : static_cast<float>(logprob);
+  res.ok = 1;
+  if (threadIdx.x == 0) results[row] = res;
+}
+
+// ---- host side ---------------------------------------------------------------------------------
+
+std::string rowName(size_t r) { return "row " + std::to_string(r); }
+
+// The CPU sampler's checks (kernels/cpu/sampler.cc), with its messages.
+void checkParams(const SamplingParams& p, size_t vocab, size_t r) {
+  SWERL_CHECK(std::isfinite(p.temperature) && p.temperature >= 0, InvalidArgument,
+              rowName(r) + ": temperature must be a finite number >= 0");
+  SWERL_CHECK(p.topK >= 0, InvalidArgument, rowName(r) + ": topK must be >= 0 (0 = off)");
+  SWERL_CHECK(p.topP > 0 && p.topP <= 1, InvalidArgument, rowName(r) + ": topP must be in (0, 1]");
+  SWERL_CHECK(p.minP >= 0 && p.minP <= 1, InvalidArgument, rowName(r) + ": minP must be in [0, 1]");
+  SWERL_CHECK(std::isfinite(p.repetitionPenalty) && p.repetitionPenalty > 0, InvalidArgument,
+              rowName(r) + ": repetitionPenalty must be > 0");
+  SWERL_CHECK(std::isfinite(p.presencePenalty) && std::isfinite(p.frequencyPenalty), InvalidArgument,
+              rowName(r) + ": presencePenalty and frequencyPenalty must be finite");
+  auto checkTokens = [&](const int32_t* t, size_t m, const char* name) {
+    for (size_t i = 0; i < m; ++i)
+      SWERL_CHECK(t[i] >= 0 && static_cast<size_t>(t[i]) < vocab, InvalidArgument,
+                  rowName(r) + ": " + name + " contains " + std::to_string(t[i]) + ", outside the vocabulary");
+  };
+  checkTokens(p.promptTokens, p.numPromptTokens, "promptTokens");
+  checkTokens(p.outputTokens, p.numOutputTokens, "outputTokens");
+}
+
+// The rows' plans and penalty entries, built on the host.
+struct HostPlans {
+  std::vector<RowPlan> plans;
+  std::vector<PenaltyEntry> entries;
+  size_t penalizedRows = 0;  // rows with a scratch copy
+};
+
+// Appends row p's penalty entries: one per distinct token of its lists, with the CPU's float
+// operations (the repetition flag over prompt and output tokens, frequency · count + presence
+// over output tokens). slot and counts are vocab-sized, all −1 / 0 on entry and on return.
+void addPenaltyEntries(const SamplingParams& p, std::vector<int32_t>& slot, std::vector<uint32_t>& counts,
+                       std::vector<PenaltyEntry>& entries) {
+  const size_t first = entries.size();
+  auto entryOf = [&](int32_t t) -> size_t {
+    if (slot[t] < 0) {
+      slot[t] = static_cast<int32_t>(entries.size() - first);
+      entries.push_back(PenaltyEntry{t, 0, 0.0f});
+    }
+    return first + static_cast<size_t>(slot[t]);
+  };
+  if (p.repetitionPenalty != 1) {
+    for (size_t i = 0; i < p.numPromptTokens; ++i) entries[entryOf(p.promptTokens[i])].repeat = 1;
+    for (size_t i = 0; i < p.numOutputTokens; ++i) entries[entryOf(p.outputTokens[i])].repeat = 1;
+  }
+  if (p.presencePenalty != 0 || p.frequencyPenalty != 0) {
+    for (size_t i = 0; i < p.numOutputTokens; ++i) ++counts[p.outputTokens[i]];
+    for (size_t i = 0; i < p.numOutputTokens; ++i) {
+      const int32_t t = p.outputTokens[i];
+      if (counts[t] == 0) continue;
+      entries[entryOf(t)].delta = p.frequencyPenalty * counts[t] + p.presencePenalty;
+      counts[t] = 0;  // once per token
+    }
+  }
+  for (size_t i = first; i < entries.size(); ++i) slot[entries[i].token] = -1;
+}
+
+HostPlans planRows(size_t rows, size_t vocab, const SamplingParams* params, const int32_t* positions) {
+  HostPlans h;
+  h.plans.resize(rows);
+  std::vector<int32_t> slot;
+  std::vector<uint32_t> counts;
+  for (size_t r = 0; r < rows; ++r) {
+    const SamplingParams& p = params[r];
+    RowPlan& plan = h.plans[r];
+    const bool greedy = p.temperature < kGreedyBelow;
+    const bool penalized = p.repetitionPenalty != 1 || p.presencePenalty != 0 || p.frequencyPenalty != 0;
+    const bool filtered = (p.topK > 0 && static_cast<size_t>(p.topK) < vocab) || p.topP < 1 || p.minP > 0;
+    plan.invT = greedy ? 0.0f : 1.0f / p.temperature;
+    plan.topP = p.topP;
+    plan.minP = p.minP;
+    plan.repetitionPenalty = p.repetitionPenalty;
+    const RaceKey key = raceKey(p.seed, positions ? positions[r] : 0);
+    plan.keyA = key.a;
+    plan.keyB = key.b;
+    plan.topK = static_cast<uint32_t>(p.topK);
+    plan.flags = (greedy ? kGreedy : 0u) | (penalized ? kPenalized : 0u) | (filtered ? kFiltered : 0u);
+    plan.scratch = -1;
+    plan.firstEntry = static_cast<uint32_t>(h.entries.size());
+    if (penalized && (p.numPromptTokens > 0 || p.numOutputTokens > 0)) {
+      if (slot.empty()) {
+        slot.assign(vocab, -1);
+        counts.assign(vocab, 0);
+      }
+      addPenaltyEntries(p, slot, counts, h.entries);
+    }
+    plan.numEntries = static_cast<uint32_t>(h.entries.size() - plan.firstEntry);
+    if (plan.numEntries > 0) plan.scratch = static_cast<int64_t>(h.penalizedRows++ * vocab);
+  }
+  return h;
+}
+
+// One device allocation for the call's duration.
+class DeviceScratch {
+ public:
+  explicit DeviceScratch(size_t bytes) {
+    if (bytes > 0) CUDA_CHECK(cudaMalloc(&ptr_, bytes));
+  }
+  ~DeviceScratch() {
+    if (ptr_) cudaFree(ptr_);
+  }
+  DeviceScratch(const DeviceScratch&) = delete;
+  DeviceScratch& operator=(const DeviceScratch&) = delete;
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+
+ private:
+  void* ptr_ = nullptr;
+};
+
+template <typename T>
+void upload(const DeviceScratch& dst, const std::vector<T>& src) {
+  if (!src.empty()) CUDA_CHECK(cudaMemcpy(dst.as<T>(), src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice));
+}
+
+}  // namespace
+
+void sampleRowsCuda(const float* deviceLogits, size_t rows, size_t vocab, const SamplingParams* params,
+                    const int32_t* positions, SampleResult* out) {
+  SWERL_CHECK(vocab >= 1, InvalidArgument, "vocab must be >= 1");
+  SWERL_CHECK(vocab <= 0x7fffffff, InvalidArgument, "vocab must be < 2^31 on CUDA");
+  SWERL_CHECK(rows <= 0x7fffffff, InvalidArgument, "at most 2^31 - 1 rows on CUDA");
+  for (size_t r = 0; r < rows; ++r) checkParams(params[r], vocab, r);
+  if (rows == 0) return;
+  const HostPlans h = planRows(rows, vocab, params, positions);
+  DeviceScratch plans(h.plans.size() * sizeof(RowPlan)), entries(h.entries.size() * sizeof(PenaltyEntry)),
+      scratch(h.penalizedRows * vocab * sizeof(float)), results(rows * sizeof(RowResult));
+  upload(plans, h.plans);
+  upload(entries, h.entries);
+  SWERL_LAUNCH(sampleRowsKernel, static_cast<unsigned>(rows), kThreads, 0, deviceLogits, static_cast<uint32_t>(vocab),
+               plans.as<RowPlan>(), entries.as<PenaltyEntry>(), scratch.as<float>(), results.as<RowResult>());
+  CUDA_CHECK(cudaGetLastError());
+  std::vector<RowResult> res(rows);
+  CUDA_CHECK(cudaMemcpy(res.data(), results.as<RowResult>(), rows * sizeof(RowResult), cudaMemcpyDeviceToHost));
+  for (size_t r = 0; r < rows; ++r)
+    SWERL_CHECK(res[r].ok, NonFiniteLogits,
+                "logits row " + std::to_string(r) + " contains NaN or +Inf, or no finite value; no token was sampled");
+  for (size_t r = 0; r < rows; ++r) out[r] = SampleResult{res[r].token, res[r].logprob, res[r].rawLogprob};
+}
+
 }  // namespace swerl
