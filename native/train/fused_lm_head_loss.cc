@@ -17,6 +17,7 @@ void fusedLmHeadLoss(const LmHead& h, TokenLoss& loss, float* dHidden, float* dW
   // chunk × V floats again on every call would cost page faults comparable to the loss itself.
   thread_local std::vector<float> logits;
   if (logits.size() < chunk * V) logits.resize(chunk * V);
+  loss.logitsAreScratch();           // the logits buffer below is ours: pass 1 may keep its exps there
   const MatView W{h.weight, H, 1};   // W[v, h]
   const MatView Wt{h.weight, 1, H};  // Wᵀ: element (h, v)
   for (size_t t0 = 0; t0 < T; t0 += chunk) {

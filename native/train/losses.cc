@@ -160,12 +160,19 @@ TokenLoss::TokenLoss(size_t tokens, size_t vocab, const int32_t* targets, const 
   weights_ = aggWeights(mask, nullptr, tokens, LossAgg::TokenMean, 0);
 }
 
+bool TokenLoss::keepsExps(const float* logits, const float* grad) const {
+  if (grad != logits) return true;
+  return logitsAreScratch_ && (sft_ || cfg_.entropyCoef == 0);
+}
+
 void TokenLoss::processRows(const float* logits, size_t t0, size_t n, float* grad, float* logprobs) {
   if (invT_ != 1.0f) return processScaledRows(logits, t0, n, grad, logprobs);
   const size_t V = in_.vocab;
   // Pass 1 keeps exp(x − max) in the gradient rows, so pass 2 needs no exp. Pass 2 also needs x
-  // for the entropy term, so an in-place call with an entropy bonus recomputes instead.
-  const bool keepExp = sft_ || cfg_.entropyCoef == 0 || grad != logits;
+  // for the entropy term, so an in-place call with an entropy bonus recomputes instead; so does an
+  // in-place call on the caller's logits, which pass 1 must not overwrite before every row is
+  // known to be finite (a refused call leaves them as they were).
+  const bool keepExp = keepsExps(logits, grad);
   // Pass 1 (parallel): row statistics. Kept exps are relative to their chunk's max (chunkMax).
   const size_t chunks = (V + kRowChunk - 1) / kRowChunk;
   std::vector<float> chunkMax(keepExp ? n * chunks : 0);
@@ -226,8 +233,8 @@ void TokenLoss::processScaledRows(const float* logits, size_t t0, size_t n, floa
   const size_t V = in_.vocab;
   const float s = invT_;
   // As processRows: keep the exps (here of s·x, relative to their chunk's max) unless pass 2 needs
-  // x in place for the entropy term.
-  const bool keepExp = sft_ || cfg_.entropyCoef == 0 || grad != logits;
+  // x in place for the entropy term or the logits in place are the caller's.
+  const bool keepExp = keepsExps(logits, grad);
   const size_t chunks = (V + kRowChunk - 1) / kRowChunk;
   std::vector<float> chunkMax(keepExp ? n * chunks : 0);
   std::vector<RowInfo> info(n);

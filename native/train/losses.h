@@ -67,6 +67,12 @@ class TokenLoss {
    * reported loss stays unscaled. Call before processRows.
    */
   void scaleGradients(double s);
+  /**
+   * Declares the logits given to processRows scratch that may be overwritten even when a row turns
+   * out non-finite (the fused LM-head path's own chunk buffer). Without it, an in-place call never
+   * writes the logits before every row of the call is checked, so a refused call leaves them intact.
+   */
+  void logitsAreScratch() { logitsAreScratch_ = true; }
 
   /** One row's softmax statistics, as processRows works them out (or a device kernel does). */
   struct RowInfo {
@@ -85,6 +91,8 @@ class TokenLoss {
 
  private:
   void tokenTerm(size_t t, const RowInfo& info, double& c, double& e);
+  // Whether pass 1 may keep its exps in the gradient rows (see processRows).
+  bool keepsExps(const float* logits, const float* grad) const;
   void processScaledRows(const float* logits, size_t t0, size_t n, float* grad, float* logprobs);
 
   PolicyLossInputs in_{};
@@ -93,6 +101,7 @@ class TokenLoss {
   std::vector<double> weights_;
   double loss_ = 0, maskSum_ = 0, entropySum_ = 0, clipLow_ = 0, clipHigh_ = 0, gradScale_ = 1;
   float invT_ = 1;  // the logit scale s
+  bool logitsAreScratch_ = false;
 };
 
 /** Writes gradLogits [T, V] and logprobs [T]; throws INVALID_ARGUMENT / NON_FINITE_LOGITS first. */
