@@ -163,26 +163,6 @@ class RowSampler {
 
 std::string rowName(size_t r) { return "row " + std::to_string(r); }
 
-void checkParams(const SamplingParams& p, size_t vocab, size_t r) {
-  SWERL_CHECK(std::isfinite(p.temperature) && p.temperature >= 0, InvalidArgument,
-              rowName(r) + ": temperature must be a finite number >= 0");
-  SWERL_CHECK(p.topK >= 0, InvalidArgument, rowName(r) + ": topK must be >= 0 (0 = off)");
-  SWERL_CHECK(p.topP > 0 && p.topP <= 1, InvalidArgument, rowName(r) + ": topP must be in (0, 1]");
-  SWERL_CHECK(p.minP >= 0 && p.minP <= 1, InvalidArgument, rowName(r) + ": minP must be in [0, 1]");
-  SWERL_CHECK(std::isfinite(p.repetitionPenalty) && p.repetitionPenalty > 0, InvalidArgument,
-              rowName(r) + ": repetitionPenalty must be > 0");
-  SWERL_CHECK(std::isfinite(p.presencePenalty) && std::isfinite(p.frequencyPenalty), InvalidArgument,
-              rowName(r) + ": presencePenalty and frequencyPenalty must be finite");
-  for (size_t i = 0; i < p.numPromptTokens; ++i)
-    SWERL_CHECK(
-        p.promptTokens[i] >= 0 && static_cast<size_t>(p.promptTokens[i]) < vocab, InvalidArgument,
-        rowName(r) + ": promptTokens contains " + std::to_string(p.promptTokens[i]) + ", outside the vocabulary");
-  for (size_t i = 0; i < p.numOutputTokens; ++i)
-    SWERL_CHECK(
-        p.outputTokens[i] >= 0 && static_cast<size_t>(p.outputTokens[i]) < vocab, InvalidArgument,
-        rowName(r) + ": outputTokens contains " + std::to_string(p.outputTokens[i]) + ", outside the vocabulary");
-}
-
 // vLLM's penalties: repetition over prompt and output tokens (divide positive logits, multiply
 // negative ones), then frequency (× count) and presence (once) over output tokens.
 const float* applyPenalties(const float* x, size_t n, const SamplingParams& p, Scratch& s) {
@@ -357,10 +337,30 @@ bool sampleRow(const float* x, size_t n, const SamplingParams& p, int64_t positi
 
 }  // namespace
 
+void checkSamplingParams(const SamplingParams& p, size_t vocab, size_t r) {
+  SWERL_CHECK(std::isfinite(p.temperature) && p.temperature >= 0, InvalidArgument,
+              rowName(r) + ": temperature must be a finite number >= 0");
+  SWERL_CHECK(p.topK >= 0, InvalidArgument, rowName(r) + ": topK must be >= 0 (0 = off)");
+  SWERL_CHECK(p.topP > 0 && p.topP <= 1, InvalidArgument, rowName(r) + ": topP must be in (0, 1]");
+  SWERL_CHECK(p.minP >= 0 && p.minP <= 1, InvalidArgument, rowName(r) + ": minP must be in [0, 1]");
+  SWERL_CHECK(std::isfinite(p.repetitionPenalty) && p.repetitionPenalty > 0, InvalidArgument,
+              rowName(r) + ": repetitionPenalty must be > 0");
+  SWERL_CHECK(std::isfinite(p.presencePenalty) && std::isfinite(p.frequencyPenalty), InvalidArgument,
+              rowName(r) + ": presencePenalty and frequencyPenalty must be finite");
+  for (size_t i = 0; i < p.numPromptTokens; ++i)
+    SWERL_CHECK(
+        p.promptTokens[i] >= 0 && static_cast<size_t>(p.promptTokens[i]) < vocab, InvalidArgument,
+        rowName(r) + ": promptTokens contains " + std::to_string(p.promptTokens[i]) + ", outside the vocabulary");
+  for (size_t i = 0; i < p.numOutputTokens; ++i)
+    SWERL_CHECK(
+        p.outputTokens[i] >= 0 && static_cast<size_t>(p.outputTokens[i]) < vocab, InvalidArgument,
+        rowName(r) + ": outputTokens contains " + std::to_string(p.outputTokens[i]) + ", outside the vocabulary");
+}
+
 void sampleRows(const float* logits, size_t rows, size_t vocab, const SamplingParams* params, const int32_t* positions,
                 SampleResult* out) {
   SWERL_CHECK(vocab >= 1, InvalidArgument, "vocab must be >= 1");
-  for (size_t r = 0; r < rows; ++r) checkParams(params[r], vocab, r);
+  for (size_t r = 0; r < rows; ++r) checkSamplingParams(params[r], vocab, r);
   std::vector<char> ok(rows, 1);
   ThreadPool& pool = ThreadPool::global();
   const size_t tasks = std::min<size_t>(pool.size(), rows);

@@ -36,6 +36,9 @@ struct SampleResult {
   float rawLogprob;  // under log_softmax(raw logits)
 };
 
+/** Checks row r's params against the vocabulary; INVALID_ARGUMENT naming the row (both samplers use it). */
+void checkSamplingParams(const SamplingParams& p, size_t vocab, size_t r);
+
 /** Samples every row (in parallel); throws INVALID_ARGUMENT or NON_FINITE_LOGITS before writing. */
 void sampleRows(const float* logits, size_t rows, size_t vocab, const SamplingParams* params, const int32_t* positions,
                 SampleResult* out);

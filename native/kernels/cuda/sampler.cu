@@ -511,28 +511,6 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- host side ---------------------------------------------------------------------------------
 
-std::string rowName(size_t r) { return "row " + std::to_string(r); }
-
-// The CPU sampler's checks (kernels/cpu/sampler.cc), with its messages.
-void checkParams(const SamplingParams& p, size_t vocab, size_t r) {
-  SWERL_CHECK(std::isfinite(p.temperature) && p.temperature >= 0, InvalidArgument,
-              rowName(r) + ": temperature must be a finite number >= 0");
-  SWERL_CHECK(p.topK >= 0, InvalidArgument, rowName(r) + ": topK must be >= 0 (0 = off)");
-  SWERL_CHECK(p.topP > 0 && p.topP <= 1, InvalidArgument, rowName(r) + ": topP must be in (0, 1]");
-  SWERL_CHECK(p.minP >= 0 && p.minP <= 1, InvalidArgument, rowName(r) + ": minP must be in [0, 1]");
-  SWERL_CHECK(std::isfinite(p.repetitionPenalty) && p.repetitionPenalty > 0, InvalidArgument,
-              rowName(r) + ": repetitionPenalty must be > 0");
-  SWERL_CHECK(std::isfinite(p.presencePenalty) && std::isfinite(p.frequencyPenalty), InvalidArgument,
-              rowName(r) + ": presencePenalty and frequencyPenalty must be finite");
-  auto checkTokens = [&](const int32_t* t, size_t m, const char* name) {
-    for (size_t i = 0; i < m; ++i)
-      SWERL_CHECK(t[i] >= 0 && static_cast<size_t>(t[i]) < vocab, InvalidArgument,
-                  rowName(r) + ": " + name + " contains " + std::to_string(t[i]) + ", outside the vocabulary");
-  };
-  checkTokens(p.promptTokens, p.numPromptTokens, "promptTokens");
-  checkTokens(p.outputTokens, p.numOutputTokens, "outputTokens");
-}
-
 // The rows' plans and penalty entries, built on the host.
 struct HostPlans {
   std::vector<RowPlan> plans;
@@ -636,7 +614,7 @@ void sampleRowsCuda(const float* deviceLogits, size_t rows, size_t vocab, const 
   SWERL_CHECK(vocab >= 1, InvalidArgument, "vocab must be >= 1");
   SWERL_CHECK(vocab <= 0x7fffffff, InvalidArgument, "vocab must be < 2^31 on CUDA");
   SWERL_CHECK(rows <= 0x7fffffff, InvalidArgument, "at most 2^31 - 1 rows on CUDA");
-  for (size_t r = 0; r < rows; ++r) checkParams(params[r], vocab, r);
+  for (size_t r = 0; r < rows; ++r) checkSamplingParams(params[r], vocab, r);
   if (rows == 0) return;
   const HostPlans h = planRows(rows, vocab, params, positions);
   DeviceScratch plans(h.plans.size() * sizeof(RowPlan)), entries(h.entries.size() * sizeof(PenaltyEntry)),
