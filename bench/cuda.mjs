@@ -60,7 +60,7 @@ export async function cudaSuite(ctx) {
     ['topp', { temperature: 1, topP: 0.95 }, 0.3],
   ])) {
     const rows = Array.from({ length: B }, (_, i) => ({ ...params, seed: 1000 + i }));
-    const s = await seconds(`sample.cuda.${mode}`, () => sample(logits, rows));
+    const s = await seconds(`sample.cuda.${mode}`, () => sample(logits, V, rows));
     const gbps = (B * V * 4) / s / 1e9;
     const name = `sample.cuda.${mode}.B${B}.V${V}`;
     ctx.report.add({ name, value: gbps, unit: 'GB/s', roofline: limit });

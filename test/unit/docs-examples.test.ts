@@ -7,7 +7,8 @@
  * `test` nor `no-run` (with its reason as a comment on its first line) fails, and so does an
  * output block with no example right before it, so that no example can drift unrun. The docs are
  * also checked to be self-contained: every relative link names a file of the repository, and
- * nothing points at files outside it.
+ * nothing points at files outside it. A ```js test cuda-sim block runs on the CUDA simulation addon
+ * (SWERL_NATIVE_PATH=build/cmake/Release/swerl_cudasim.node), so that the CUDA examples run here too.
  */
 import { execFile } from 'node:child_process';
 import {
@@ -73,7 +74,11 @@ interface Example {
   name: string;
   code: string;
   output: string | undefined;
+  /** Run on the CUDA simulation addon (```js test cuda-sim). */
+  cudaSim: boolean;
 }
+
+const cudaSimAddon = join(root, 'build/cmake/Release/swerl_cudasim.node');
 
 const examples: Example[] = [];
 /** Blocks that would go unchecked: code neither run nor marked no-run with a reason, stray outputs. */
@@ -95,7 +100,7 @@ for (const file of docFiles) {
       const next = blocks[i + 1];
       const output =
         next?.lang === 'text' && next.flags.includes('output') && next.line <= b.end + 2 ? next.code : undefined;
-      examples.push({ name: where, code: b.code, output });
+      examples.push({ name: where, code: b.code, output, cudaSim: b.flags.includes('cuda-sim') });
     } else if (b.flags.includes('no-run')) {
       // The reason: a comment of a few words on the block's first line.
       if (!/^\/\/ *\S.{8,}/.test(b.code)) unmarked.push(`${where}: a no-run block says why on its first line`);
@@ -140,7 +145,7 @@ describe('docs examples', () => {
   });
 
   for (const e of examples)
-    it(`${e.name} runs`, async () => {
+    it.skipIf(e.cudaSim && !existsSync(cudaSimAddon))(`${e.name} runs`, async () => {
       const dir = mkdtempSync(join(tmpdir(), 'swerl-doc-'));
       try {
         // `import ... from 'swerl'` finds this checkout as an installed package would be found.
@@ -149,6 +154,7 @@ describe('docs examples', () => {
         writeFileSync(join(dir, 'example.mjs'), e.code);
         const { stdout } = await run(process.execPath, ['example.mjs'], {
           cwd: dir,
+          env: e.cudaSim ? { ...process.env, SWERL_NATIVE_PATH: cudaSimAddon } : process.env,
           encoding: 'utf8',
           timeout: 60_000,
           maxBuffer: 16 << 20,
