@@ -1,6 +1,8 @@
 // JS binding of the decoder (model/model.h): class NativeModel, wrapped by src/model/model.ts,
 // which validates first. Heavy calls (forward, loading weights) are AsyncWorkers resolving a
 // Promise; while one runs, calls that change the weights throw INVALID_ARGUMENT instead of racing.
+// The training logic lives in native/train: a backward job's body (train/backward_job.h), the
+// gradient slots, clipping and AdamW (train/optimizer.h); this file converts and schedules.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -9,16 +11,15 @@
 #include <vector>
 
 #include "common/error.h"
-#include "common/thread_pool.h"
 #include "io/safetensors_reader.h"
 #include "model/model.h"
 #include "napi/args.h"
 #include "napi/errors.h"
 #include "napi/kv_binding.h"
 #include "napi/loss_binding.h"
-#include "train/adamw.h"
-#include "train/fused_lm_head_loss.h"
+#include "train/backward_job.h"
 #include "train/losses.h"
+#include "train/optimizer.h"
 
 namespace swerl::napi {
 
@@ -138,62 +139,11 @@ class LoadWorker : public ModelWorker {
   std::vector<TensorCopy> copies_;
 };
 
-// Gradients and AdamW moments, in the arena's layout, allocated on first use. Gradient slots
-// 1..kGradSlots-1 let backward jobs run at once, each adding into its own buffer; fold() adds
-// them into grad in slot order (so the sum depends on which samples went to which slot, never on
-// timing) before anything reads grad.
-constexpr int kGradSlots = 8;
-struct TrainingBuffers {
-  std::vector<float> grad, m, v;
-  std::vector<std::vector<float>> slots = std::vector<std::vector<float>>(kGradSlots - 1);
-  uint32_t pending = 0;  // bit s: slot s holds gradient not yet folded
-  int64_t step = 0;      // optimizer steps taken
-
-  float* slot(int s) {
-    if (s == 0) return grad.data();
-    std::vector<float>& b = slots[s - 1];
-    if (b.empty()) b.assign(grad.size(), 0.0f);
-    pending |= 1u << s;
-    return b.data();
-  }
-  void fold() {
-    for (int s = 1; s < kGradSlots; ++s) {
-      if (!(pending & (1u << s))) continue;
-      float* g = grad.data();
-      float* b = slots[s - 1].data();
-      parallelFor((grad.size() + 65535) / 65536, 65536, 65536, [&](size_t k) {
-        const size_t end = std::min(grad.size(), (k + 1) * 65536);
-        for (size_t i = k * 65536; i < end; ++i) {
-          g[i] += b[i];
-          b[i] = 0.0f;
-        }
-      });
-    }
-    pending = 0;
-  }
-  void zero() {
-    std::fill(grad.begin(), grad.end(), 0.0f);
-    for (int s = 1; s < kGradSlots; ++s)
-      if (pending & (1u << s)) std::fill(slots[s - 1].begin(), slots[s - 1].end(), 0.0f);
-    pending = 0;
-  }
-};
-
-// The copies of one training call's per-token inputs (the JS arrays may change while it runs).
-struct LossJob {
-  std::vector<int32_t> tokens, targets, seqIds;
-  std::vector<float> mask, oldLogprobs, advantages, refLogprobs, rolloutLogprobs;
-  bool policy = false, recompute = false;
-  bool inlineRuns = false;  // the kernels on this job's thread only (InlineRuns): for side-by-side jobs
-  PolicyLossConfig cfg;
-  double lossScale = 1;
-  size_t chunkTokens = 256;
-};
-
+// A backward job (train/backward_job.h) on its gradient slot, which it holds busy while it runs.
 class LossWorker : public ModelWorker {
  public:
   LossWorker(Napi::Env env, std::shared_ptr<std::atomic<int>> busy, std::shared_ptr<const Model> model,
-             std::shared_ptr<TrainingBuffers> train, LossJob job, Napi::Float32Array logprobs,
+             std::shared_ptr<Optimizer> train, BackwardJob job, Napi::Float32Array logprobs,
              std::shared_ptr<uint32_t> slotsBusy, int slot)
       : ModelWorker(env, std::move(busy)),
         model_(std::move(model)),
@@ -203,7 +153,7 @@ class LossWorker : public ModelWorker {
         logprobsData_(logprobs.Data()),
         slotsBusy_(std::move(slotsBusy)),
         slot_(slot),
-        grad_(train_->slot(slot)) {
+        grad_(train_->gradSlot(slot)) {
     *slotsBusy_ |= 1u << slot_;
   }
   // Destroyed on the JS thread after OnOK/OnError, as the constructor ran: no race on the mask.
@@ -219,37 +169,10 @@ class LossWorker : public ModelWorker {
   }
 
  private:
-  void run() override {
-    const Model& m = *model_;
-    const ModelConfig& c = m.config();
-    const size_t T = job_.tokens.size(), H = c.hidden, V = c.vocab;
-    const auto opt = [](const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); };
-    PolicyLossInputs in{nullptr,
-                        T,
-                        V,
-                        job_.targets.data(),
-                        job_.oldLogprobs.data(),
-                        job_.advantages.data(),
-                        job_.mask.data(),
-                        job_.seqIds.empty() ? nullptr : job_.seqIds.data(),
-                        opt(job_.refLogprobs),
-                        opt(job_.rolloutLogprobs)};
-    // The loss checks its inputs before any work is done.
-    TokenLoss loss = job_.policy ? TokenLoss(in, job_.cfg) : TokenLoss(T, V, job_.targets.data(), job_.mask.data());
-    loss.scaleGradients(job_.lossScale);
-    InlineRuns inlineRuns(job_.inlineRuns);
-    TrainState st;
-    m.forwardTrain(job_.tokens.data(), T, job_.recompute, st);
-    std::vector<float> dHidden(T * H);
-    float* grad = grad_;
-    fusedLmHeadLoss(LmHead{st.hidden.data(), m.arena() + m.layout().lmHead, T, H, V, job_.chunkTokens}, loss,
-                    dHidden.data(), grad + m.layout().lmHead, logprobsData_);
-    m.backward(st, dHidden.data(), grad);
-    r_ = loss.result();
-  }
+  void run() override { r_ = runBackwardJob(*model_, job_, grad_, logprobsData_); }
   std::shared_ptr<const Model> model_;
-  std::shared_ptr<TrainingBuffers> train_;
-  LossJob job_;
+  std::shared_ptr<Optimizer> train_;  // owns grad_
+  BackwardJob job_;
   Napi::Reference<Napi::Float32Array> logprobs_;
   float* logprobsData_;
   PolicyLossResult r_{};
@@ -258,55 +181,30 @@ class LossWorker : public ModelWorker {
   float* grad_;  // the slot's buffer (allocated before the job runs)
 };
 
+// An optimizer step (Optimizer::step) on the model's weights.
 class StepWorker : public ModelWorker {
  public:
   StepWorker(Napi::Env env, std::shared_ptr<std::atomic<int>> busy, std::shared_ptr<std::atomic<int>> mutating,
-             std::shared_ptr<Model> model, std::shared_ptr<TrainingBuffers> train, AdamWConfig cfg, double maxGradNorm,
-             bool decayAll)
+             std::shared_ptr<Model> model, std::shared_ptr<Optimizer> train, OptimizerStepConfig cfg)
       : ModelWorker(env, std::move(busy), std::move(mutating)),
         model_(std::move(model)),
         train_(std::move(train)),
-        cfg_(cfg),
-        maxGradNorm_(maxGradNorm),
-        decayAll_(decayAll) {}
+        cfg_(cfg) {}
   void OnOK() override {
     Napi::Object o = Napi::Object::New(Env());
     o.Set("gradNorm", norm_);
-    o.Set("step", static_cast<double>(train_->step));
+    o.Set("step", static_cast<double>(train_->steps()));
     deferred().Resolve(o);
   }
 
  private:
   void run() override {
-    TrainingBuffers& t = *train_;
-    const size_t n = model_->arenaSize();
-    t.fold();
-    norm_ = globalNorm(t.grad.data(), n);
-    SWERL_CHECK(std::isfinite(norm_), NonFiniteGradient,
-                "the gradient norm is not finite; the step was skipped and the weights are unchanged");
-    // torch.nn.utils.clip_grad_norm_: scale by max / (norm + 1e-6) when that is below 1.
-    if (maxGradNorm_ > 0 && norm_ > maxGradNorm_)
-      scaleInPlace(t.grad.data(), n, static_cast<float>(maxGradNorm_ / (norm_ + 1e-6)));
-    if (t.m.empty()) {
-      t.m.assign(n, 0.0f);
-      t.v.assign(n, 0.0f);
-    }
-    ++t.step;
-    // Decoupled weight decay on linear and embedding weights only (norms and biases are exempt,
-    // as the Hugging Face Trainer groups them), unless decayAll.
-    for (const ParamSpec& p : model_->params()) {
-      const bool decay = decayAll_ || p.kind == ParamKind::Linear || p.kind == ParamKind::Embedding;
-      adamwUpdate(model_->arena() + p.offset, t.grad.data() + p.offset, t.m.data() + p.offset, t.v.data() + p.offset,
-                  p.size, cfg_, t.step, decay);
-    }
-    t.zero();
+    norm_ = train_->step(model_->params(), cfg_, [&] { return model_->arena(); });
     model_->weightsChanged();
   }
   std::shared_ptr<Model> model_;
-  std::shared_ptr<TrainingBuffers> train_;
-  AdamWConfig cfg_;
-  double maxGradNorm_;
-  bool decayAll_;
+  std::shared_ptr<Optimizer> train_;
+  OptimizerStepConfig cfg_;
   double norm_ = 0;
 };
 
@@ -375,7 +273,10 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
     Napi::Env env = info.Env();
     require(env, info.Length() >= 1 && info[0].IsObject(), "NativeModel expects a config object");
     ModelConfig cfg = parseConfig(info[0].As<Napi::Object>());
-    guarded(env, [&] { model_ = std::make_shared<Model>(std::move(cfg)); });
+    guarded(env, [&] {
+      model_ = std::make_shared<Model>(std::move(cfg));
+      train_ = std::make_shared<Optimizer>(model_->arenaSize(), cpuOptimizerDevice());
+    });
     externalBytes_ = static_cast<int64_t>(model_->arenaSize() * sizeof(float));
     Napi::MemoryManagement::AdjustExternalMemory(env, externalBytes_);
   }
@@ -543,14 +444,9 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
     return out;
   }
 
-  TrainingBuffers& training() {
-    if (train_->grad.empty()) train_->grad.assign(model_->arenaSize(), 0.0f);
-    return *train_;
-  }
-
   Napi::Value ZeroGrad(const Napi::CallbackInfo& info) {
     requireIdle(info.Env());
-    training().zero();
+    guarded(info.Env(), [&] { train_->zeroGrad(); });
     return info.Env().Undefined();
   }
 
@@ -560,10 +456,8 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
     const int64_t offset = argInteger(info, 0, "offset"), count = argInteger(info, 1, "count");
     require(info.Env(), count >= 0, "count must be >= 0");
     const size_t off = checkedRange(info, offset, static_cast<size_t>(count));
-    TrainingBuffers& t = training();
-    t.fold();
     Napi::Float32Array out = Napi::Float32Array::New(info.Env(), static_cast<size_t>(count));
-    std::copy(t.grad.begin() + off, t.grad.begin() + off + count, out.Data());
+    guarded(info.Env(), [&] { train_->readGradient(off, static_cast<size_t>(count), out.Data()); });
     return out;
   }
 
@@ -595,7 +489,7 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
             "tokens, targets and mask must have the same length >= 1");
     for (size_t i = 0; i < T; ++i)
       require(env, tokens[i] >= 0 && tokens[i] < model_->config().vocab, "tokens must be in [0, vocab)");
-    LossJob job;
+    BackwardJob job;
     job.tokens.assign(tokens.Data(), tokens.Data() + T);
     job.targets.assign(targets.Data(), targets.Data() + T);
     job.mask.assign(mask.Data(), mask.Data() + T);
@@ -627,15 +521,16 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
     require(env, chunk >= 1 && std::floor(chunk) == chunk, "chunkTokens must be an integer >= 1");
     job.chunkTokens = static_cast<size_t>(chunk);
     const double slot = o.Has("gradSlot") ? numberField(o, "gradSlot") : 0;
-    require(env, slot >= 0 && slot < kGradSlots && std::floor(slot) == slot,
-            "gradSlot must be an integer in [0, " + std::to_string(kGradSlots) + ")");
+    require(env, slot >= 0 && slot < Optimizer::kGradSlots && std::floor(slot) == slot,
+            "gradSlot must be an integer in [0, " + std::to_string(Optimizer::kGradSlots) + ")");
     const int s = static_cast<int>(slot);
     require(env, !(*slotsBusy_ & (1u << s)), "a backward on this gradient slot is running; await it first");
     require(env, *busy_ == __builtin_popcount(*slotsBusy_),
             "the model is busy (a forward pass, a load or an optimizer step is running); await it first");
-    training();
     Napi::Float32Array logprobs = Napi::Float32Array::New(env, T);
-    auto* w = new LossWorker(env, busy_, model_, train_, std::move(job), logprobs, slotsBusy_, s);
+    // The worker takes its gradient slot (allocated on first use) here, on the JS thread.
+    auto* w = guarded(
+        env, [&] { return new LossWorker(env, busy_, model_, train_, std::move(job), logprobs, slotsBusy_, s); });
     Napi::Promise pr = w->Promise();
     w->Queue();
     return pr;
@@ -648,19 +543,20 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
     requireIdle(env);
     require(env, info.Length() > 0 && info[0].IsObject(), "optimizerStep expects a config object");
     Napi::Object o = info[0].As<Napi::Object>();
-    AdamWConfig c;
+    OptimizerStepConfig cfg;
+    AdamWConfig& c = cfg.adamw;
     c.lr = numberField(o, "lr");
     c.beta1 = numberField(o, "beta1");
     c.beta2 = numberField(o, "beta2");
     c.eps = numberField(o, "eps");
     c.weightDecay = numberField(o, "weightDecay");
-    const double maxNorm = numberField(o, "maxGradNorm");
+    cfg.maxGradNorm = numberField(o, "maxGradNorm");
+    cfg.decayAll = o.Get("decayAll").ToBoolean();
     require(env,
             c.lr >= 0 && c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1 && c.eps > 0 &&
-                c.weightDecay >= 0 && maxNorm >= 0,
+                c.weightDecay >= 0 && cfg.maxGradNorm >= 0,
             "bad AdamW config");
-    training();
-    auto* w = new StepWorker(env, busy_, mutating_, model_, train_, c, maxNorm, o.Get("decayAll").ToBoolean());
+    auto* w = new StepWorker(env, busy_, mutating_, model_, train_, cfg);
     Napi::Promise p = w->Promise();
     w->Queue();
     return p;
@@ -671,16 +567,17 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
     Napi::Env env = info.Env();
     requireIdle(env);
     Napi::Object o = Napi::Object::New(env);
-    o.Set("step", static_cast<double>(train_->step));
-    for (const auto& [name, vec] : {std::pair<const char*, std::vector<float>*>{"m", &train_->m}, {"v", &train_->v}}) {
-      if (vec->empty()) {
-        o.Set(name, env.Null());
-        continue;
-      }
-      Napi::Float32Array a = Napi::Float32Array::New(env, vec->size());
-      std::copy(vec->begin(), vec->end(), a.Data());
-      o.Set(name, a);
+    o.Set("step", static_cast<double>(train_->steps()));
+    if (!train_->hasMoments()) {
+      o.Set("m", env.Null());
+      o.Set("v", env.Null());
+      return o;
     }
+    Napi::Float32Array m = Napi::Float32Array::New(env, train_->size());
+    Napi::Float32Array v = Napi::Float32Array::New(env, train_->size());
+    guarded(env, [&] { train_->readMoments(m.Data(), v.Data()); });
+    o.Set("m", m);
+    o.Set("v", v);
     return o;
   }
 
@@ -690,7 +587,7 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
   }
 
   Napi::Value OptimizerSteps(const Napi::CallbackInfo& info) {
-    return Napi::Number::New(info.Env(), static_cast<double>(train_->step));
+    return Napi::Number::New(info.Env(), static_cast<double>(train_->steps()));
   }
 
   // setOptimizerState(step, m, v): restores a checkpoint's moments.
@@ -701,9 +598,7 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
     Napi::Float32Array m = argFloat32Array(info, 1, "m"), v = argFloat32Array(info, 2, "v");
     require(env, step >= 0 && m.ElementLength() == model_->arenaSize() && v.ElementLength() == model_->arenaSize(),
             "m and v must each hold one value per parameter");
-    train_->step = step;
-    train_->m.assign(m.Data(), m.Data() + m.ElementLength());
-    train_->v.assign(v.Data(), v.Data() + v.ElementLength());
+    guarded(env, [&] { train_->setState(step, m.Data(), v.Data()); });
     return env.Undefined();
   }
 
@@ -711,15 +606,13 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
   Napi::Value ResetOptimizer(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     requireIdle(env);
-    train_->step = 0;
-    train_->m.clear();
-    train_->v.clear();
+    train_->reset();
     return env.Undefined();
   }
 
   std::shared_ptr<Model> model_;
   std::shared_ptr<std::atomic<int>> busy_ = std::make_shared<std::atomic<int>>(0);
-  std::shared_ptr<TrainingBuffers> train_ = std::make_shared<TrainingBuffers>();
+  std::shared_ptr<Optimizer> train_;  // the gradients and AdamW state, on the model's device (the host)
   std::shared_ptr<uint32_t> slotsBusy_ = std::make_shared<uint32_t>(0);  // bit s: a backward on slot s runs
   std::shared_ptr<std::atomic<int>> mutating_ = std::make_shared<std::atomic<int>>(0);
   int64_t externalBytes_ = 0;

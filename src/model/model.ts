@@ -102,8 +102,24 @@ export interface SaveOptions {
   dtype?: 'f32' | 'bf16';
 }
 
+// Reads a model's native handle; set by Model's static block (only the class body can read #native).
+let readNative: (m: Model) => NativeModel;
+
+/**
+ * The native model behind `m`, for the package's own modules that drive it (the optimizer,
+ * train/adamw.ts). Not exported from the package: the handle is no part of the public API.
+ * @internal
+ */
+export function nativeModelOf(m: Model): NativeModel {
+  return readNative(m);
+}
+
 /** A Qwen2ForCausalLM / LlamaForCausalLM decoder on the CPU. */
 export class Model {
+  static {
+    readNative = (m) => m.#native;
+  }
+
   /** The Hugging Face config, with every field the model uses filled in. */
   readonly config: HfModelConfig;
   readonly #native: NativeModel;
@@ -407,11 +423,6 @@ export class Model {
     const p = this.#byName.get(name);
     if (!p) throw invalidArgument('name', 'a parameter name (see parameters())', name);
     return p;
-  }
-
-  /** @internal The native handle, for the engine's paged forward. */
-  get nativeHandle(): NativeModel {
-    return this.#native;
   }
 }
 

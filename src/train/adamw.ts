@@ -5,7 +5,7 @@
  */
 import { open } from 'node:fs/promises';
 import { invalidArgument, SwerlError } from '../errors.js';
-import type { Model } from '../model/model.js';
+import { type Model, nativeModelOf } from '../model/model.js';
 import { readSafetensorsHeader, writeSafetensors } from '../model/safetensors.js';
 
 /** A learning rate per optimizer step (1-based: the rate of the step about to be taken). */
@@ -111,12 +111,12 @@ export class AdamW {
     this.#cfg = { beta1, beta2, eps, weightDecay, maxGradNorm, decayAll: o.decayAll ?? false };
     // The moments and the step count live on the model: a new optimizer starts them afresh (its
     // schedule from step 1), as a new torch optimizer does, unless it resumes the model's state.
-    if (!o.resume) model.nativeHandle.resetOptimizer();
+    if (!o.resume) nativeModelOf(model).resetOptimizer();
   }
 
   /** Steps taken so far. */
   get stepCount(): number {
-    return this.#model.nativeHandle.optimizerSteps();
+    return nativeModelOf(this.#model).optimizerSteps();
   }
 
   /**
@@ -124,7 +124,7 @@ export class AdamW {
    * the model's flat parameter arena, f32) as one safetensors file, atomically.
    */
   async save(path: string): Promise<void> {
-    const st = this.#model.nativeHandle.optimizerState();
+    const st = nativeModelOf(this.#model).optimizerState();
     const n = this.#model.numParameters;
     const zeros = () => new Float32Array(n);
     const m = st.m ?? zeros();
@@ -167,7 +167,7 @@ export class AdamW {
       throw new SwerlError(`${path}: no valid step in its metadata`, 'CORRUPT_FILE');
     const m = await read('exp_avg');
     const v = await read('exp_avg_sq');
-    model.nativeHandle.setOptimizerState(step, m, v);
+    nativeModelOf(model).setOptimizerState(step, m, v);
     return new AdamW(model, { ...o, resume: true });
   }
 
@@ -176,10 +176,10 @@ export class AdamW {
    * NON_FINITE_GRADIENT (weights unchanged) when a gradient is NaN or infinite.
    */
   async step(): Promise<StepResult> {
-    const next = this.#model.nativeHandle.optimizerSteps() + 1;
+    const next = nativeModelOf(this.#model).optimizerSteps() + 1;
     const lr = this.#schedule(next);
     checkRate('scheduled lr', lr);
-    const r = await this.#model.nativeHandle.optimizerStep({ lr, ...this.#cfg });
+    const r = await nativeModelOf(this.#model).optimizerStep({ lr, ...this.#cfg });
     return { step: r.step, lr, gradNorm: r.gradNorm };
   }
 }

@@ -1,7 +1,8 @@
 // The CUDA AdamW and global-norm kernels (adamw_cuda.h): one thread per element for the
-// elementwise updates; for the norm, f64 partials of fixed chunks (one block each, a fixed tree
-// inside the block), then one block that sums the partials in a fixed order. Nothing in the
-// order depends on the launch beyond n, so the norm is reproducible bit for bit.
+// elementwise updates (and the optimizer's zero and accumulate); for the norm, f64 partials of
+// fixed chunks (one block each, a fixed tree inside the block), then one block that sums the
+// partials in a fixed order. Nothing in the order depends on the launch beyond n, so the norm is
+// reproducible bit for bit.
 #include <cmath>
 #include <string>
 
@@ -62,6 +63,19 @@ __global__ void __launch_bounds__(kThreads)
 __global__ void __launch_bounds__(kThreads) scaleKernel(float* __restrict__ g, size_t n, float s) {
   const size_t i = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (i < n) g[i] = __fmul_rn(g[i], s);
+}
+
+__global__ void __launch_bounds__(kThreads) zeroKernel(float* __restrict__ a, size_t n) {
+  const size_t i = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (i < n) a[i] = 0.0f;
+}
+
+__global__ void __launch_bounds__(kThreads)
+    accumulateKernel(float* __restrict__ into, float* __restrict__ from, size_t n) {
+  const size_t i = static_cast<size_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (i >= n) return;
+  into[i] = __fadd_rn(into[i], from[i]);
+  from[i] = 0.0f;
 }
 
 // The scalars of one step, computed on the host exactly as adamwUpdate computes them.
@@ -149,6 +163,20 @@ void adamwUpdateCuda(float* w, const float* g, float* m, float* v, size_t n, con
   s.invSqrtBc2 = static_cast<float>(1 / std::sqrt(bc2));
   s.keep = decay ? static_cast<float>(1 - c.lr * c.weightDecay) : 1.0f;
   SWERL_LAUNCH(adamwKernel, dim3(elementBlocks(n)), dim3(kThreads), 0, w, g, m, v, n, s);
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+void zeroCuda(float* a, size_t n) {
+  if (n == 0) return;
+  SWERL_LAUNCH(zeroKernel, dim3(elementBlocks(n)), dim3(kThreads), 0, a, n);
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+void accumulateCuda(float* into, float* from, size_t n) {
+  if (n == 0) return;
+  SWERL_LAUNCH(accumulateKernel, dim3(elementBlocks(n)), dim3(kThreads), 0, into, from, n);
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaDeviceSynchronize());
 }

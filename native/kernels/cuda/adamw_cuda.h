@@ -1,4 +1,5 @@
-// AdamW and global-norm clipping over device parameters: the CUDA twins of train/adamw.h.
+// AdamW and global-norm clipping over device parameters: the CUDA twins of train/adamw.h, and
+// the two gradient-buffer kernels of the optimizer's CUDA device (train/optimizer.h).
 // Every pointer is device memory (a DeviceBuffer's data()); every call is synchronous with the
 // host (it returns once the kernels are done). Implemented by adamw.cu (nvcc, or the CPU
 // simulation of the swerl_cudasim addon); cuda_absent.cc throws CUDA_UNAVAILABLE.
@@ -30,5 +31,11 @@ void scaleInPlaceCuda(float* g, size_t n, float s);
 /** One AdamW step on w[0, n) with gradient g and moments m, v: adamwUpdate's arithmetic (train/adamw.h). */
 void adamwUpdateCuda(float* w, const float* g, float* m, float* v, size_t n, const AdamWConfig& cfg, int64_t step,
                      bool decay);
+
+/** a[0, n) = 0. */
+void zeroCuda(float* a, size_t n);
+
+/** into[i] += from[i], then from[i] = 0, for i in [0, n): a gradient slot folded in (train/optimizer.h). */
+void accumulateCuda(float* into, float* from, size_t n);
 
 }  // namespace swerl

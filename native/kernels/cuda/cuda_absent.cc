@@ -50,5 +50,7 @@ double sftLossCuda(const float*, size_t, size_t, const int32_t*, const float*, f
 double globalNormCuda(const float*, size_t) { unavailable(); }
 void scaleInPlaceCuda(float*, size_t, float) { unavailable(); }
 void adamwUpdateCuda(float*, const float*, float*, float*, size_t, const AdamWConfig&, int64_t, bool) { unavailable(); }
+void zeroCuda(float*, size_t) { unavailable(); }
+void accumulateCuda(float*, float*, size_t) { unavailable(); }
 
 }  // namespace swerl
