@@ -7,13 +7,18 @@
  *   temperature 0.7 (goal >= 0.5 of copy) and top-p 0.95 (goal >= 0.3).
  * - `loss.cuda.policy.T4096.V151936`: GB/s of logits read by `policyLoss()` on a DeviceTensor,
  *   forward and gradient (the gradient written in place; goal >= 0.6 of copy).
+ * - `loss.cuda.fused_lmhead.T4096.H896.V151936.gflops`: GFLOP/s of `policyLossFused()` on
+ *   DeviceTensors (LM head, loss and both gradients, 6·T·H·V flops per call; chunks of 1024
+ *   tokens), against cuBLAS's bf16 rate on the same three products measured in the same run
+ *   (`gemmBf16Device`, which rounds its f32 operands to bf16 in scratch on each call, that included;
+ *   goal >= 0.6 of it).
  *
  * Timings are wall-clock medians of synchronous calls (each call ends with its results on the
  * host). On a machine without a device the suite records nothing and says why; in
  * the CPU simulation (swerl_cudasim.node) it runs only with --quick, on small shapes, to check that
  * the code runs: the simulation's times mean nothing.
  */
-import { DeviceTensor, nativeInfo, policyLoss, sample } from '../dist/index.js';
+import { DeviceTensor, nativeInfo, policyLoss, policyLossFused, sample } from '../dist/index.js';
 import { native } from '../dist/native.js';
 import { measure, mulberry32, progress } from './lib.mjs';
 import { lmRows, SPIKE, VOCAB } from './sample.mjs';
@@ -96,5 +101,70 @@ export async function cudaSuite(ctx) {
   meta[name] = { seconds: s, goalFractionOfCopy: 0.6, met: gbps / copyGbps >= 0.6 };
   progress(`  ${name}: ${gbps.toFixed(1)} GB/s (${((100 * gbps) / copyGbps).toFixed(0)}% of copy)`);
   device.dispose();
+
+  await fusedLmHead(ctx, seconds, meta, fractions);
   meta.fractions = fractions;
+}
+
+/**
+ * The fused LM-head policy loss on DeviceTensors (`loss.cuda.fused_lmhead.*.gflops`) and, as its
+ * roofline, cuBLAS's rate on the same three products (logits = X·Wᵀ, dX = G·W, dW += Gᵀ·X) over
+ * all T tokens at once through `gemmBf16Device`.
+ * @param {import('./sample.mjs').SuiteContext} ctx
+ * @param {(name: string, fn: () => unknown) => Promise<number>} seconds
+ * @param {Record<string, unknown>} meta
+ * @param {Record<string, number>} fractions
+ */
+async function fusedLmHead(ctx, seconds, meta, fractions) {
+  const small = ctx.quick;
+  const [T, H, V] = small ? [64, 64, 4096] : [4096, 896, VOCAB];
+  const chunkTokens = small ? 16 : 1024;
+  const rng = mulberry32(31);
+  // X of unit variance, W scaled so that the logits' standard deviation is about 2.
+  const hostHidden = Float32Array.from({ length: T * H }, () => Math.sqrt(3) * (2 * rng() - 1));
+  const w = (2 / Math.sqrt(H)) * Math.sqrt(3);
+  const hostWeight = new Float32Array(V * H);
+  for (let i = 0; i < hostWeight.length; i++) hostWeight[i] = w * (2 * rng() - 1);
+  const hidden = DeviceTensor.from(hostHidden, [T, H]);
+  const weight = DeviceTensor.from(hostWeight, [V, H]);
+  const gradHidden = DeviceTensor.zeros([T, H]);
+  const gradWeight = DeviceTensor.zeros([V, H]);
+  const inputs = {
+    hidden,
+    weight,
+    hiddenSize: H,
+    vocab: V,
+    targets: Int32Array.from({ length: T }, () => Math.floor(rng() * V)),
+    oldLogprobs: Float32Array.from({ length: T }, () => -8 - rng()),
+    advantages: Float32Array.from({ length: T }, () => (rng() < 0.5 ? -1 : 1)),
+    mask: Float32Array.from({ length: T }, () => (rng() < 0.9 ? 1 : 0)),
+  };
+  const flops = 6 * T * H * V;
+  const fusedSeconds = await seconds('loss.cuda.fused_lmhead', () =>
+    policyLossFused(inputs, {}, { chunkTokens, gradHidden, gradWeight }),
+  );
+  // cuBLAS alone: the three products on the same shapes, G stood in for by the logits [T, V].
+  const logits = DeviceTensor.zeros([T, V]);
+  const n = native();
+  const cublasSeconds = await seconds('gemm.cuda.lmhead', () => {
+    n.gemmBf16Device(hidden.buffer, weight.buffer, T, V, H, false, true, logits.buffer, 0); // logits = X·Wᵀ
+    n.gemmBf16Device(logits.buffer, weight.buffer, T, H, V, false, false, gradHidden.buffer, 0); // dX = G·W
+    n.gemmBf16Device(logits.buffer, hidden.buffer, V, H, T, true, false, gradWeight.buffer, 1); // dW += Gᵀ·X
+  });
+  for (const t of [hidden, weight, gradHidden, gradWeight, logits]) t.dispose();
+  const gflops = flops / fusedSeconds / 1e9;
+  const cublasGflops = flops / cublasSeconds / 1e9;
+  const name = `loss.cuda.fused_lmhead.T${T}.H${H}.V${V}.gflops`;
+  ctx.report.add({ name, value: gflops, unit: 'GFLOP/s', roofline: { value: cublasGflops, unit: 'GFLOP/s' } });
+  const fraction = gflops / cublasGflops;
+  fractions[name] = fraction;
+  meta[name] = {
+    seconds: fusedSeconds,
+    cublasSeconds,
+    chunkTokens,
+    goalFractionOfCublas: 0.6,
+    met: fraction >= 0.6,
+  };
+  const fmt = (/** @type {number} */ x) => (x >= 100 ? x.toFixed(0) : x.toPrecision(3));
+  progress(`  ${name}: ${fmt(gflops)} GFLOP/s (${(100 * fraction).toFixed(0)}% of cuBLAS's ${fmt(cublasGflops)})`);
 }

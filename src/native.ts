@@ -222,6 +222,40 @@ export interface NativeBinding {
   ): void;
   /** g[0, n) *= s on the device. */
   scaleDevice(g: NativeDeviceBuffer, n: number, s: number): void;
+  /**
+   * policyLossFused() on the device: hidden [T, hiddenSize] and weight [vocab, hiddenSize] f32 device
+   * buffers; writes gradHidden [T, hiddenSize], adds to gradWeight [vocab, hiddenSize] (both device).
+   */
+  policyLossFusedDevice(
+    hidden: NativeDeviceBuffer,
+    weight: NativeDeviceBuffer,
+    hiddenSize: number,
+    vocab: number,
+    targets: Int32Array,
+    oldLogprobs: Float32Array,
+    advantages: Float32Array,
+    mask: Float32Array,
+    seqIds: Int32Array | null,
+    refLogprobs: Float32Array | null,
+    rolloutLogprobs: Float32Array | null,
+    config: NativePolicyLossConfig,
+    chunkTokens: number,
+    gradHidden: NativeDeviceBuffer,
+    gradWeight: NativeDeviceBuffer,
+  ): NativePolicyStats;
+  /** sftLossFused() on the device (see policyLossFusedDevice). */
+  sftLossFusedDevice(
+    hidden: NativeDeviceBuffer,
+    weight: NativeDeviceBuffer,
+    hiddenSize: number,
+    vocab: number,
+    targets: Int32Array,
+    mask: Float32Array,
+    chunkTokens: number,
+    gradHidden: NativeDeviceBuffer,
+    gradWeight: NativeDeviceBuffer,
+    invTemperature?: number,
+  ): { loss: number; logprobs: Float32Array };
   measureStreamCopy(bytes: number, reps: number, threads: number): Promise<number>;
   measurePeakFma(seconds: number, threads: number): Promise<number>;
   /** GB/s (read + write) of device-to-device copies on the CUDA device; CUDA_UNAVAILABLE without one. */

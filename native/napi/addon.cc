@@ -42,6 +42,8 @@ Napi::Value AdamwDevice(const Napi::CallbackInfo& info);
 Napi::Value GlobalNormDevice(const Napi::CallbackInfo& info);
 Napi::Value ScaleDevice(const Napi::CallbackInfo& info);
 Napi::Value GemmBf16Device(const Napi::CallbackInfo& info);
+Napi::Value PolicyLossFusedDevice(const Napi::CallbackInfo& info);
+Napi::Value SftLossFusedDevice(const Napi::CallbackInfo& info);
 
 // init(SwerlError): the JS class native errors are created as; called once by src/native.ts.
 static Napi::Value InitErrors(const Napi::CallbackInfo& info) {
@@ -90,6 +92,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("globalNormDevice", Napi::Function::New(env, GlobalNormDevice, "globalNormDevice"));
   exports.Set("scaleDevice", Napi::Function::New(env, ScaleDevice, "scaleDevice"));
   exports.Set("gemmBf16Device", Napi::Function::New(env, GemmBf16Device, "gemmBf16Device"));
+  exports.Set("policyLossFusedDevice", Napi::Function::New(env, PolicyLossFusedDevice, "policyLossFusedDevice"));
+  exports.Set("sftLossFusedDevice", Napi::Function::New(env, SftLossFusedDevice, "sftLossFusedDevice"));
   return exports;
 }
 

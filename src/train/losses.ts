@@ -6,6 +6,8 @@
  * first (verl's actor temperature), with the engine's arithmetic for bitwise equal logprobs.
  * `policyLoss` and `sftLoss` also take the logits as a {@link DeviceTensor} (the CUDA kernels of
  * native/kernels/cuda/losses.cu): the gradient then stays on the device, the rest comes back.
+ * `policyLossFused` and `sftLossFused` likewise take the hidden states and the LM-head weight as
+ * DeviceTensors (native/kernels/cuda/fused_loss.cu: cuBLAS bf16 products around the same loss rows).
  */
 import { DeviceTensor } from '../device-tensor.js';
 import { invalidArgument } from '../errors.js';
@@ -241,69 +243,211 @@ export interface FusedSftLossResult {
 }
 
 /**
+ * The LM head of the fused losses on the GPU: the hidden states [T, hiddenSize] and the weight
+ * [vocab, hiddenSize] as f32 {@link DeviceTensor}s (only their sizes are checked against these
+ * shapes); the targets and other per-token inputs stay on the host.
+ */
+export interface DeviceLmHeadInputs extends Omit<LmHeadInputs, 'hidden' | 'weight'> {
+  /** Final hidden states, T × hiddenSize f32 elements on the device. */
+  hidden: DeviceTensor;
+  /** The LM-head weight, vocab × hiddenSize f32 elements on the device. */
+  weight: DeviceTensor;
+}
+
+/** Options of the fused losses on {@link DeviceTensor}s. */
+export interface DeviceFusedLossOptions {
+  /**
+   * Tokens per chunk (default 256): the call holds chunkTokens × vocab × 6 bytes of logits (f32
+   * and their bf16 copy) plus vocab × hiddenSize × 2 bytes of bf16 weight on the device. Larger
+   * chunks (e.g. 1024) feed the GPU's matrix units better.
+   */
+  chunkTokens?: number;
+  /** Write d loss / d hidden here (an f32 DeviceTensor of T × hiddenSize elements) instead of a new tensor. */
+  gradHidden?: DeviceTensor;
+  /**
+   * Accumulate d loss / d weight into this f32 DeviceTensor of vocab × hiddenSize elements
+   * (gradWeight += ..., gradient accumulation), instead of a new zeroed one.
+   */
+  gradWeight?: DeviceTensor;
+}
+
+/** Result of {@link policyLossFused} on {@link DeviceTensor}s: the gradients on the device, the rest on the host. */
+export interface DeviceFusedPolicyLossResult extends Omit<FusedPolicyLossResult, 'gradHidden' | 'gradWeight'> {
+  /** d loss / d hidden, [T, hiddenSize]: `options.gradHidden` when given, else a new tensor. */
+  gradHidden: DeviceTensor;
+  /** d loss / d weight, [vocab, hiddenSize]: `options.gradWeight` (added to) when given, else a new tensor. */
+  gradWeight: DeviceTensor;
+}
+
+/** Result of {@link sftLossFused} on {@link DeviceTensor}s: the gradients on the device, the rest on the host. */
+export interface DeviceFusedSftLossResult extends Omit<FusedSftLossResult, 'gradHidden' | 'gradWeight'> {
+  /** d loss / d hidden, [T, hiddenSize]. */
+  gradHidden: DeviceTensor;
+  /** d loss / d weight, [vocab, hiddenSize] (accumulated into `options.gradWeight` when given). */
+  gradWeight: DeviceTensor;
+}
+
+/**
  * {@link policyLoss} fused with the LM head: from the final hidden states and the LM-head weight,
  * in chunks of tokens, so the [T, vocab] logits never exist (Liger's fused linear loss). The
  * loss and logprobs equal the unfused path's on the same logits.
+ *
+ * With `hidden` and `weight` as f32 {@link DeviceTensor}s the GPU computes it
+ * (native/kernels/cuda/fused_loss.cu): per chunk, logits = hidden_c · weightᵀ, the gradient G of
+ * the loss rows in place, gradHidden_c = G · weight and gradWeight += Gᵀ · hidden_c, the three
+ * products by cuBLAS on bf16 operands (hidden, weight and G rounded to bf16) with f32 accumulation,
+ * the loss rows as {@link policyLoss} on a DeviceTensor. The gradients stay on the device
+ * (`options.gradHidden` / `options.gradWeight`, the latter added to, or new tensors the caller owns),
+ * the loss, logprobs and statistics come back. Against a float64 evaluation on the bf16-rounded
+ * hidden and weight, the loss and logprobs agree to 1e-5 (relative) and each gradient element to
+ * 5e-3 of the sum of the absolute terms of its product (G's bf16 rounding, 2^-8, plus f32; bounds
+ * and measured errors in native/kernels/cuda/fused_loss_cuda.h); the CPU path on the unrounded f32
+ * inputs differs further by the inputs' rounding (each logit by at most 2^-7 of its
+ * Σ|hidden·weight| terms). Errors as the CPU path's: INVALID_ARGUMENT (also for gradient tensors
+ * of the wrong size or dtype, or aliasing the inputs or each other), NON_FINITE_LOGITS when hidden
+ * or weight holds NaN or ±Inf (nothing written); CUDA_UNAVAILABLE without a CUDA build and device.
  */
 export function policyLossFused(
   a: LmHeadInputs & Omit<PolicyLossInputs, 'logits' | 'vocab' | 'targets'>,
+  cfg?: PolicyLossConfig,
+  options?: FusedLossOptions,
+): FusedPolicyLossResult;
+export function policyLossFused(
+  a: DeviceLmHeadInputs & Omit<PolicyLossInputs, 'logits' | 'vocab' | 'targets'>,
+  cfg?: PolicyLossConfig,
+  options?: DeviceFusedLossOptions,
+): DeviceFusedPolicyLossResult;
+export function policyLossFused(
+  a: (LmHeadInputs | DeviceLmHeadInputs) & Omit<PolicyLossInputs, 'logits' | 'vocab' | 'targets'>,
   cfg: PolicyLossConfig = {},
-  options: FusedLossOptions = {},
-): FusedPolicyLossResult {
+  options: FusedLossOptions | DeviceFusedLossOptions = {},
+): FusedPolicyLossResult | DeviceFusedPolicyLossResult {
   const o = checkObject('inputs', a);
   const T = checkLmHead(o);
   const config = checkConfig(cfg);
+  const H = o.hiddenSize as number;
+  const V = o.vocab as number;
+  const oldLogprobs = requiredFloats(o, 'oldLogprobs', T);
+  const advantages = requiredFloats(o, 'advantages', T);
+  const mask = requiredFloats(o, 'mask', T);
+  const seqIds = optionalArray(o, 'seqIds', Int32Array, T) ?? null;
+  const refLogprobs = optionalArray(o, 'refLogprobs', Float32Array, T) ?? null;
+  const rolloutLogprobs = optionalArray(o, 'rolloutLogprobs', Float32Array, T) ?? null;
+  if (o.hidden instanceof DeviceTensor) {
+    const [hidden, weight] = [o.hidden, o.weight as DeviceTensor];
+    return withDeviceFusedGrads(options, T, H, V, hidden, weight, (chunkTokens, gradHidden, gradWeight) => ({
+      ...native().policyLossFusedDevice(
+        hidden.buffer,
+        weight.buffer,
+        H,
+        V,
+        o.targets as Int32Array,
+        oldLogprobs,
+        advantages,
+        mask,
+        seqIds,
+        refLogprobs,
+        rolloutLogprobs,
+        config,
+        chunkTokens,
+        gradHidden.buffer,
+        gradWeight.buffer,
+      ),
+      gradHidden,
+      gradWeight,
+    }));
+  }
   return native().policyLossFused(
     o.hidden as Float32Array,
     o.weight as Float32Array,
-    o.hiddenSize as number,
-    o.vocab as number,
+    H,
+    V,
     o.targets as Int32Array,
-    requiredFloats(o, 'oldLogprobs', T),
-    requiredFloats(o, 'advantages', T),
-    requiredFloats(o, 'mask', T),
-    optionalArray(o, 'seqIds', Int32Array, T) ?? null,
-    optionalArray(o, 'refLogprobs', Float32Array, T) ?? null,
-    optionalArray(o, 'rolloutLogprobs', Float32Array, T) ?? null,
+    oldLogprobs,
+    advantages,
+    mask,
+    seqIds,
+    refLogprobs,
+    rolloutLogprobs,
     config,
-    ...fusedOptions(options, T, o.hiddenSize as number, o.vocab as number),
+    ...fusedOptions(options, T, H, V),
   );
 }
 
 /**
- * {@link sftLoss} fused with the LM head (see {@link policyLossFused}); `temperature` scales its
- * logits as {@link PolicyLossConfig.temperature}.
+ * {@link sftLoss} fused with the LM head (see {@link policyLossFused}, also for `hidden` and
+ * `weight` as {@link DeviceTensor}s on the GPU); `temperature` scales its logits as
+ * {@link PolicyLossConfig.temperature}.
  */
 export function sftLossFused(
   a: LmHeadInputs & { mask: Float32Array } & LossTemperature,
-  options: FusedLossOptions = {},
-): FusedSftLossResult {
+  options?: FusedLossOptions,
+): FusedSftLossResult;
+export function sftLossFused(
+  a: DeviceLmHeadInputs & { mask: Float32Array } & LossTemperature,
+  options?: DeviceFusedLossOptions,
+): DeviceFusedSftLossResult;
+export function sftLossFused(
+  a: (LmHeadInputs | DeviceLmHeadInputs) & { mask: Float32Array } & LossTemperature,
+  options: FusedLossOptions | DeviceFusedLossOptions = {},
+): FusedSftLossResult | DeviceFusedSftLossResult {
   const o = checkObject('inputs', a);
   const T = checkLmHead(o);
   const scale = invTemperature('temperature', o.temperature ?? 1);
+  const H = o.hiddenSize as number;
+  const V = o.vocab as number;
+  const mask = requiredFloats(o, 'mask', T);
+  if (o.hidden instanceof DeviceTensor) {
+    const [hidden, weight] = [o.hidden, o.weight as DeviceTensor];
+    return withDeviceFusedGrads(options, T, H, V, hidden, weight, (chunkTokens, gradHidden, gradWeight) => ({
+      ...native().sftLossFusedDevice(
+        hidden.buffer,
+        weight.buffer,
+        H,
+        V,
+        o.targets as Int32Array,
+        mask,
+        chunkTokens,
+        gradHidden.buffer,
+        gradWeight.buffer,
+        scale,
+      ),
+      gradHidden,
+      gradWeight,
+    }));
+  }
   return native().sftLossFused(
     o.hidden as Float32Array,
     o.weight as Float32Array,
-    o.hiddenSize as number,
-    o.vocab as number,
+    H,
+    V,
     o.targets as Int32Array,
-    requiredFloats(o, 'mask', T),
-    ...fusedOptions(options, T, o.hiddenSize as number, o.vocab as number),
+    mask,
+    ...fusedOptions(options, T, H, V),
     scale,
   );
 }
 
+// T, after checking hidden [T, hiddenSize] and weight [vocab, hiddenSize]: both Float32Arrays, or
+// both f32 DeviceTensors of those sizes.
 function checkLmHead(o: Record<string, unknown>): number {
-  if (!(o.hidden instanceof Float32Array)) throw invalidArgument('hidden', 'a Float32Array', o.hidden);
-  if (!(o.weight instanceof Float32Array)) throw invalidArgument('weight', 'a Float32Array', o.weight);
+  const onDevice = o.hidden instanceof DeviceTensor;
+  for (const name of ['hidden', 'weight'] as const) {
+    const v = o[name];
+    if (onDevice) {
+      if (!(v instanceof DeviceTensor) || v.dtype !== 'f32')
+        throw invalidArgument(name, 'an f32 DeviceTensor (as hidden is one)', v);
+    } else if (!(v instanceof Float32Array)) throw invalidArgument(name, 'a Float32Array or an f32 DeviceTensor', v);
+  }
   const H = checkInteger('hiddenSize', o.hiddenSize, 1, 0x7fffffff);
   const V = checkInteger('vocab', o.vocab, 1, 0x7fffffff);
   if (!(o.targets instanceof Int32Array)) throw invalidArgument('targets', 'an Int32Array', o.targets);
   const T = o.targets.length;
-  if (o.hidden.length !== T * H)
-    throw invalidArgument('hidden', `[targets.length, hiddenSize] = ${T * H} values`, `${o.hidden.length} values`);
-  if (o.weight.length !== V * H)
-    throw invalidArgument('weight', `[vocab, hiddenSize] = ${V * H} values`, `${o.weight.length} values`);
+  const size = (v: unknown) => (v instanceof DeviceTensor ? v.size : (v as Float32Array).length);
+  if (size(o.hidden) !== T * H)
+    throw invalidArgument('hidden', `[targets.length, hiddenSize] = ${T * H} values`, `${size(o.hidden)} values`);
+  if (size(o.weight) !== V * H)
+    throw invalidArgument('weight', `[vocab, hiddenSize] = ${V * H} values`, `${size(o.weight)} values`);
   return T;
 }
 
@@ -319,6 +463,47 @@ function fusedOptions(
     optionalArray(o, 'gradHidden', Float32Array, T * H),
     optionalArray(o, 'gradWeight', Float32Array, V * H),
   ];
+}
+
+/**
+ * Runs a fused loss on the device with its gradient tensors: options.gradHidden / gradWeight (f32
+ * DeviceTensors of T × H and V × H elements, distinct from each other and from the inputs) or new
+ * zeroed [T, H] / [V, H] ones, the new ones disposed again if the call throws.
+ */
+function withDeviceFusedGrads<R>(
+  options: unknown,
+  T: number,
+  H: number,
+  V: number,
+  hidden: DeviceTensor,
+  weight: DeviceTensor,
+  run: (chunkTokens: number, gradHidden: DeviceTensor, gradWeight: DeviceTensor) => R,
+): R {
+  const o = checkObject('options', options);
+  const chunkTokens = checkInteger('chunkTokens', o.chunkTokens ?? 256, 1, 1 << 20);
+  const given = (name: 'gradHidden' | 'gradWeight', n: number): DeviceTensor | undefined => {
+    const g = o[name];
+    if (g === undefined || g === null) return undefined;
+    if (!(g instanceof DeviceTensor) || g.dtype !== 'f32' || g.size !== n)
+      throw invalidArgument(name, `an f32 DeviceTensor of ${n} elements`, g);
+    if (g === hidden || g === weight) throw invalidArgument(name, 'a tensor other than hidden and weight', name);
+    return g;
+  };
+  const gh = given('gradHidden', T * H);
+  const gw = given('gradWeight', V * H);
+  if (gh !== undefined && gh === gw) throw invalidArgument('gradWeight', 'a tensor other than gradHidden', 'the same');
+  const created: DeviceTensor[] = [];
+  const fresh = (shape: number[]): DeviceTensor => {
+    const t = DeviceTensor.zeros(shape);
+    created.push(t);
+    return t;
+  };
+  try {
+    return run(chunkTokens, gh ?? fresh([T, H]), gw ?? fresh([V, H]));
+  } catch (e) {
+    for (const t of created) t.dispose();
+    throw e;
+  }
 }
 
 /**

@@ -7,6 +7,7 @@
 #include "kernels/cuda/blas.h"
 #include "kernels/cuda/cuda_runtime.h"
 #include "kernels/cuda/device_buffer.h"
+#include "kernels/cuda/fused_loss_cuda.h"
 #include "kernels/cuda/losses_cuda.h"
 #include "kernels/cuda/sampler_cuda.h"
 #include "kv/kv_storage.h"
@@ -47,6 +48,7 @@ void sampleRowsCuda(const float*, size_t, size_t, const SamplingParams*, const i
 }
 PolicyLossResult policyLossCuda(const PolicyLossInputs&, const PolicyLossConfig&, float*, float*) { unavailable(); }
 double sftLossCuda(const float*, size_t, size_t, const int32_t*, const float*, float*, float*, float) { unavailable(); }
+void fusedLmHeadLossCuda(const LmHead&, TokenLoss&, const int32_t*, float, float*, float*, float*) { unavailable(); }
 double globalNormCuda(const float*, size_t) { unavailable(); }
 void scaleInPlaceCuda(float*, size_t, float) { unavailable(); }
 void adamwUpdateCuda(float*, const float*, float*, float*, size_t, const AdamWConfig&, int64_t, bool) { unavailable(); }

@@ -169,69 +169,70 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
 }
 
-// The device half of TokenLoss::processRows for all T rows of deviceLogits (see the header).
-void processRowsCuda(TokenLoss& loss, const float* deviceLogits, size_t T, size_t V, const int32_t* targets, float s,
-                     float* deviceGrad, float* logprobs) {
-  if (T == 0) return;
-  SWERL_CHECK(T <= 0x7fffffffu, InvalidArgument,
-              "the CUDA losses take at most 2^31 - 1 rows per call, got " + std::to_string(T));
+}  // namespace
+
+// The device half of TokenLoss::processRows for rows [t0, t0 + n) (see losses_cuda.h).
+void processRowsCuda(TokenLoss& loss, const float* chunkLogits, size_t t0, size_t n, size_t V, const int32_t* targets,
+                     float s, float* chunkGrad, float* logprobs) {
+  if (n == 0) return;
+  SWERL_CHECK(n <= 0x7fffffffu, InvalidArgument,
+              "the CUDA losses take at most 2^31 - 1 rows per call, got " + std::to_string(n));
+  const int32_t* rowTargets = targets + t0;  // this chunk's targets [n]
   const unsigned threads = rowThreads(V);
-  // Scratch: RowStats [T], then RowGrad [T], then the targets [T].
-  const size_t gradOff = T * sizeof(RowStats), targetOff = gradOff + T * sizeof(RowGrad);
-  DeviceBuffer scratch(targetOff + T * sizeof(int32_t));
+  // Scratch: RowStats [n], then RowGrad [n], then the targets [n].
+  const size_t gradOff = n * sizeof(RowStats), targetOff = gradOff + n * sizeof(RowGrad);
+  DeviceBuffer scratch(targetOff + n * sizeof(int32_t));
   char* base = static_cast<char*>(scratch.data());
   auto* dStats = reinterpret_cast<RowStats*>(base);
   auto* dCoef = reinterpret_cast<RowGrad*>(base + gradOff);
   auto* dTargets = reinterpret_cast<int32_t*>(base + targetOff);
-  scratch.upload(targetOff, targets, T * sizeof(int32_t));
+  scratch.upload(targetOff, rowTargets, n * sizeof(int32_t));
 
-  SWERL_LAUNCH(rowStatsKernel, static_cast<unsigned>(T), threads, 0, deviceLogits, V, dTargets, s, dStats);
+  SWERL_LAUNCH(rowStatsKernel, static_cast<unsigned>(n), threads, 0, chunkLogits, V, dTargets, s, dStats);
   CUDA_CHECK(cudaGetLastError());
-  std::vector<RowStats> stats(T);
-  scratch.download(0, stats.data(), T * sizeof(RowStats));
+  std::vector<RowStats> stats(n);
+  scratch.download(0, stats.data(), n * sizeof(RowStats));
 
-  std::vector<TokenLoss::RowInfo> info(T);
-  std::vector<char> finite(T);
-  for (size_t t = 0; t < T; ++t) {
-    const RowStats& r = stats[t];
-    finite[t] = r.finite != 0;
-    info[t] = TokenLoss::RowInfo{static_cast<double>(r.max) * s + r.logZ, r.entropy, r.logp, std::exp(r.logZ), r.max};
+  std::vector<TokenLoss::RowInfo> info(n);
+  std::vector<char> finite(n);
+  for (size_t i = 0; i < n; ++i) {
+    const RowStats& r = stats[i];
+    finite[i] = r.finite != 0;
+    info[i] = TokenLoss::RowInfo{static_cast<double>(r.max) * s + r.logZ, r.entropy, r.logp, std::exp(r.logZ), r.max};
   }
   std::vector<double> c, e;
-  loss.rowTerms(0, T, info, finite, logprobs, c, e);  // NON_FINITE_LOGITS here: no gradient written yet
+  loss.rowTerms(t0, n, info, finite, logprobs, c, e);  // NON_FINITE_LOGITS here: no gradient written yet
 
   // The coefficients of g = s·(c·(δ − p) + e·p·(log p + H)) = p·(a + b·log p) + s·c·δ.
-  std::vector<RowGrad> coef(T);
-  for (size_t t = 0; t < T; ++t) {
-    RowGrad& k = coef[t];
-    k.zero = c[t] == 0 && e[t] == 0 ? 1 : 0;
-    k.target = targets[t];
-    k.max = stats[t].max;
-    k.logZ = static_cast<float>(stats[t].logZ);
-    k.invZ = static_cast<float>(std::exp(-stats[t].logZ));
-    k.a = static_cast<float>(s * (-c[t] + e[t] * info[t].entropy));
-    k.b = static_cast<float>(s * e[t]);
-    k.atTarget = static_cast<float>(s * c[t]);
+  std::vector<RowGrad> coef(n);
+  for (size_t i = 0; i < n; ++i) {
+    RowGrad& k = coef[i];
+    k.zero = c[i] == 0 && e[i] == 0 ? 1 : 0;
+    k.target = rowTargets[i];
+    k.max = stats[i].max;
+    k.logZ = static_cast<float>(stats[i].logZ);
+    k.invZ = static_cast<float>(std::exp(-stats[i].logZ));
+    k.a = static_cast<float>(s * (-c[i] + e[i] * info[i].entropy));
+    k.b = static_cast<float>(s * e[i]);
+    k.atTarget = static_cast<float>(s * c[i]);
   }
-  scratch.upload(gradOff, coef.data(), T * sizeof(RowGrad));
-  SWERL_LAUNCH(rowGradKernel, static_cast<unsigned>(T), threads, 0, deviceLogits, V, s, dCoef, deviceGrad);
+  scratch.upload(gradOff, coef.data(), n * sizeof(RowGrad));
+  SWERL_LAUNCH(rowGradKernel, static_cast<unsigned>(n), threads, 0, chunkLogits, V, s, dCoef, chunkGrad);
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-}  // namespace
-
 PolicyLossResult policyLossCuda(const PolicyLossInputs& in, const PolicyLossConfig& cfg, float* deviceGradLogits,
                                 float* logprobs) {
   TokenLoss loss(in, cfg);  // checks the inputs, works out the aggregation weights
-  processRowsCuda(loss, in.logits, in.tokens, in.vocab, in.targets, cfg.invTemperature, deviceGradLogits, logprobs);
+  processRowsCuda(loss, in.logits, 0, in.tokens, in.vocab, in.targets, cfg.invTemperature, deviceGradLogits, logprobs);
   return loss.result();
 }
 
 double sftLossCuda(const float* deviceLogits, size_t tokens, size_t vocab, const int32_t* targets, const float* mask,
                    float* deviceGradLogits, float* logprobs, float invTemperature) {
   TokenLoss loss(tokens, vocab, targets, mask, invTemperature);
-  processRowsCuda(loss, deviceLogits, tokens, vocab, targets, invTemperature, deviceGradLogits, logprobs);
+  processRowsCuda(loss, deviceLogits, 0, tokens, vocab, targets, invTemperature, deviceGradLogits, logprobs);
   return loss.result().loss;
 }
 

@@ -40,4 +40,18 @@ PolicyLossResult policyLossCuda(const PolicyLossInputs& in, const PolicyLossConf
 double sftLossCuda(const float* deviceLogits, size_t tokens, size_t vocab, const int32_t* targets, const float* mask,
                    float* deviceGradLogits, float* logprobs, float invTemperature = 1);
 
+/**
+ * The device half of TokenLoss::processRows (policyLossCuda and sftLossCuda call it for all T rows,
+ * the fused LM-head loss, fused_loss_cuda.h, per chunk): rows [t0, t0 + n) of the tokens `loss`
+ * was constructed for, whose logits chunkLogits [n, V] (device) were computed on the fly. Writes
+ * their gradient to chunkGrad [n, V] (device; may equal chunkLogits: written in place) and the host
+ * logprobs[t0 .. t0 + n), and adds their loss terms to `loss` (call in token order). targets is the
+ * host array of all T targets (row i of the chunk scores targets[t0 + i]); s is the loss's logit
+ * scale (its invTemperature). NON_FINITE_LOGITS (nothing written: the gradient, the logprobs and the
+ * loss are untouched) when a row of the chunk holds NaN or ±Inf; synchronous (returns after the
+ * gradient is written).
+ */
+void processRowsCuda(TokenLoss& loss, const float* chunkLogits, size_t t0, size_t n, size_t V, const int32_t* targets,
+                     float s, float* chunkGrad, float* logprobs);
+
 }  // namespace swerl
