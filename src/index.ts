@@ -159,6 +159,14 @@ export {
   gradNormDevice,
 } from './train/adamw-device.js';
 export {
+  type DeviceFusedLossOptions,
+  type DeviceFusedPolicyLossResult,
+  type DeviceFusedSftLossResult,
+  type DeviceLmHeadInputs,
+  type DeviceLossOutput,
+  type DevicePolicyLossInputs,
+  type DevicePolicyLossResult,
+  type DeviceSftLossResult,
   type FusedLossOptions,
   type FusedPolicyLossResult,
   type FusedSftLossResult,

@@ -5,8 +5,8 @@
 // measurePeakFma(), measureDeviceCopy(), policyLoss(), sftLoss(), sample(), policyLossFused(), sftLossFused(),
 // gemm(), packMatrix(), gemmPacked(), NativeModel, and the CUDA kernels on device memory:
 // NativeDeviceBuffer, sampleDevice(), policyLossDevice(), sftLossDevice(), adamwDevice(),
-// globalNormDevice(), scaleDevice(), gemmBf16Device(). src/native.ts declares the same shape as the NativeBinding
-// interface.
+// globalNormDevice(), scaleDevice(), gemmBf16Device(), policyLossFusedDevice(), sftLossFusedDevice(). src/native.ts
+// declares the same shape as the NativeBinding interface.
 #include <napi.h>
 
 #if defined(__unix__) || defined(__APPLE__)

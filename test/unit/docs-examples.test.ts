@@ -145,25 +145,29 @@ describe('docs examples', () => {
   });
 
   for (const e of examples)
-    it.skipIf(e.cudaSim && !existsSync(cudaSimAddon))(`${e.name} runs`, async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'swerl-doc-'));
-      try {
-        // `import ... from 'swerl'` finds this checkout as an installed package would be found.
-        mkdirSync(join(dir, 'node_modules'));
-        symlinkSync(root, join(dir, 'node_modules/swerl'), 'dir');
-        writeFileSync(join(dir, 'example.mjs'), e.code);
-        const { stdout } = await run(process.execPath, ['example.mjs'], {
-          cwd: dir,
-          env: e.cudaSim ? { ...process.env, SWERL_NATIVE_PATH: cudaSimAddon } : process.env,
-          encoding: 'utf8',
-          timeout: 60_000,
-          maxBuffer: 16 << 20,
-        }).catch((err: Error & { stdout?: string; stderr?: string }) => {
-          throw new Error(`${e.name} failed: ${err.message}\n${err.stdout ?? ''}`);
-        });
-        if (e.output !== undefined) expect(stdout).toBe(e.output);
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
-    }, 90_000);
+    it.skipIf(e.cudaSim && !existsSync(cudaSimAddon))(
+      `${e.name} runs`,
+      async () => {
+        const dir = mkdtempSync(join(tmpdir(), 'swerl-doc-'));
+        try {
+          // `import ... from 'swerl'` finds this checkout as an installed package would be found.
+          mkdirSync(join(dir, 'node_modules'));
+          symlinkSync(root, join(dir, 'node_modules/swerl'), 'dir');
+          writeFileSync(join(dir, 'example.mjs'), e.code);
+          const { stdout } = await run(process.execPath, ['example.mjs'], {
+            cwd: dir,
+            env: e.cudaSim ? { ...process.env, SWERL_NATIVE_PATH: cudaSimAddon } : process.env,
+            encoding: 'utf8',
+            timeout: 60_000,
+            maxBuffer: 16 << 20,
+          }).catch((err: Error & { stdout?: string; stderr?: string }) => {
+            throw new Error(`${e.name} failed: ${err.message}\n${err.stdout ?? ''}`);
+          });
+          if (e.output !== undefined) expect(stdout).toBe(e.output);
+        } finally {
+          rmSync(dir, { recursive: true, force: true });
+        }
+      },
+      90_000,
+    );
 });
