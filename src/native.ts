@@ -171,7 +171,8 @@ export interface NativeBinding {
     vocab: number,
     params: import('./sample.js').NativeSamplingParams[],
     positions: Int32Array | null,
-  ): [Int32Array, Float32Array, Float32Array];
+    topLogprobs?: number,
+  ): [Int32Array, Float32Array, Float32Array] | [Int32Array, Float32Array, Float32Array, Int32Array, Float32Array];
   /** policyLoss() on device logits [T, vocab]; writes the gradient into gradLogits (may be logits). */
   policyLossDevice(
     logits: NativeDeviceBuffer,

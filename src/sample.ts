@@ -50,6 +50,21 @@ export interface SampleResult {
   rawLogprobs: Float32Array;
 }
 
+/** Options of {@link sample} beyond the rows' params. */
+export interface SampleOptions {
+  /**
+   * Also report each row's n most likely tokens under log_softmax of the raw logits, best first
+   * (ties: the lower id), as the OpenAI API's top_logprobs (0-20, default 0).
+   */
+  topLogprobs?: number;
+}
+
+/** The top logprobs of {@link sample}: [rows, n], row-major (token −1 past the vocabulary). */
+export interface TopLogprobs {
+  tokens: Int32Array;
+  logprobs: Float32Array;
+}
+
 /**
  * Samples one token per row of `logits` ([params.length, vocab], row-major). Row i uses params[i]
  * and positions[i] (default 0): the same (seed, position, logits row, params) always gives the
@@ -59,20 +74,35 @@ export interface SampleResult {
  * params.length × vocab elements, e.g. shape [rows, vocab] (sampled on the GPU by the CUDA
  * sampler; the results come back on the host). Both give the same token for the same row; the
  * logprobs agree to the CUDA sampler's documented bound. A DeviceTensor without a CUDA build or
- * device throws CUDA_UNAVAILABLE (when it is created).
+ * device throws CUDA_UNAVAILABLE (when it is created). With `options.topLogprobs` n, `top` holds
+ * each row's n most likely tokens and their raw logprobs (computed on the GPU for a DeviceTensor).
  */
 export function sample(
   logits: Float32Array | DeviceTensor,
   vocab: number,
   params: SamplingParams[],
   positions?: Int32Array,
-): SampleResult {
+  options: SampleOptions = {},
+): SampleResult & { top?: TopLogprobs } {
   const rows = checkSampleArgs(logits, vocab, params, positions);
-  const [tokens, logprobs, rawLogprobs] =
-    logits instanceof DeviceTensor
-      ? native().sampleDevice(logits.buffer, rows.length, vocab, rows, positions ?? null)
-      : native().sample(logits, vocab, rows, positions ?? null);
-  return { tokens, logprobs, rawLogprobs };
+  const n = topCount(options);
+  if (logits instanceof DeviceTensor) {
+    const [tokens, logprobs, rawLogprobs, topTokens, topLogprobs] = native().sampleDevice(
+      logits.buffer,
+      rows.length,
+      vocab,
+      rows,
+      positions ?? null,
+      n,
+    );
+    return topTokens && topLogprobs
+      ? { tokens, logprobs, rawLogprobs, top: { tokens: topTokens, logprobs: topLogprobs } }
+      : { tokens, logprobs, rawLogprobs };
+  }
+  const [tokens, logprobs, rawLogprobs] = native().sample(logits, vocab, rows, positions ?? null);
+  return n > 0
+    ? { tokens, logprobs, rawLogprobs, top: hostTopLogprobs(logits, vocab, n) }
+    : { tokens, logprobs, rawLogprobs };
 }
 
 /**
@@ -86,11 +116,53 @@ export async function sampleAsync(
   vocab: number,
   params: SamplingParams[],
   positions?: Int32Array,
-): Promise<SampleResult> {
-  if (logits instanceof DeviceTensor) return sample(logits, vocab, params, positions);
+  options: SampleOptions = {},
+): Promise<SampleResult & { top?: TopLogprobs }> {
+  if (logits instanceof DeviceTensor) return sample(logits, vocab, params, positions, options);
   const rows = checkSampleArgs(logits, vocab, params, positions);
+  const n = topCount(options);
   const [tokens, logprobs, rawLogprobs] = await native().sample(logits, vocab, rows, positions ?? null, true);
-  return { tokens, logprobs, rawLogprobs };
+  return n > 0
+    ? { tokens, logprobs, rawLogprobs, top: hostTopLogprobs(logits, vocab, n) }
+    : { tokens, logprobs, rawLogprobs };
+}
+
+function topCount(options: SampleOptions): number {
+  const o = checkObject('options', options ?? {});
+  return checkInteger('options.topLogprobs', o.topLogprobs ?? 0, 0, 20);
+}
+
+/** The top logprobs of every row of host logits ({@link topLogprobs} per row). */
+function hostTopLogprobs(logits: Float32Array, vocab: number, n: number): TopLogprobs {
+  const rows = logits.length / vocab;
+  const tokens = new Int32Array(rows * n).fill(-1);
+  const logprobs = new Float32Array(rows * n).fill(Number.NEGATIVE_INFINITY);
+  for (let r = 0; r < rows; r++) {
+    topLogprobs(logits.subarray(r * vocab, (r + 1) * vocab), n).forEach((t, k) => {
+      tokens[r * n + k] = t.token;
+      logprobs[r * n + k] = t.logprob;
+    });
+  }
+  return { tokens, logprobs };
+}
+
+/** The n most likely tokens of a logits row under log_softmax, best first (ties: lower id). */
+export function topLogprobs(row: Float32Array, n: number): { token: number; logprob: number }[] {
+  let max = Number.NEGATIVE_INFINITY;
+  for (let j = 0; j < row.length; j++) if ((row[j] as number) > max) max = row[j] as number;
+  let sum = 0;
+  for (let j = 0; j < row.length; j++) sum += Math.exp((row[j] as number) - max);
+  const lse = max + Math.log(sum);
+  const best: number[] = [];
+  for (let j = 0; j < row.length; j++) {
+    const v = row[j] as number;
+    if (best.length === n && v <= (row[best[n - 1] as number] as number)) continue;
+    let at = best.length;
+    while (at > 0 && (row[best[at - 1] as number] as number) < v) at--;
+    best.splice(at, 0, j);
+    if (best.length > n) best.pop();
+  }
+  return best.map((token) => ({ token, logprob: (row[token] as number) - lse }));
 }
 
 function checkSampleArgs(

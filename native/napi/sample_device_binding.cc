@@ -13,8 +13,10 @@
 
 namespace swerl::napi {
 
-// sampleDevice(logits: NativeDeviceBuffer, rows, vocab, params: object[], positions: Int32Array | null)
-//   -> [tokens: Int32Array, logprobs: Float32Array, rawLogprobs: Float32Array]
+// sampleDevice(logits: NativeDeviceBuffer, rows, vocab, params: object[], positions: Int32Array | null,
+//              topLogprobs = 0)
+//   -> [tokens: Int32Array, logprobs: Float32Array, rawLogprobs: Float32Array], and with
+//      topLogprobs n > 0 also [topTokens: Int32Array [rows, n], topLogprobs: Float32Array [rows, n]]
 Napi::Value SampleDevice(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guarded(env, [&]() -> Napi::Value {
@@ -28,8 +30,14 @@ Napi::Value SampleDevice(const Napi::CallbackInfo& info) {
     std::vector<SamplingParams> params = samplingParamsArg(info, 3);
     require(env, params.size() == R, "params must have one entry per row");
     const int32_t* positions = positionsArg(info, 4, R);
+    const int64_t topN = info.Length() > 5 && !info[5].IsUndefined() ? argInteger(info, 5, "topLogprobs") : 0;
+    require(env, topN >= 0, "topLogprobs must be >= 0");
+    const size_t N = static_cast<size_t>(topN);
     std::vector<SampleResult> out(R);
-    sampleRowsCuda(static_cast<const float*>(logits.data()), R, V, params.data(), positions, out.data());
+    Napi::Int32Array topTokens = Napi::Int32Array::New(env, R * N);
+    Napi::Float32Array topLogprobs = Napi::Float32Array::New(env, R * N);
+    sampleRowsCuda(static_cast<const float*>(logits.data()), R, V, params.data(), positions, out.data(), N,
+                   N > 0 ? topTokens.Data() : nullptr, N > 0 ? topLogprobs.Data() : nullptr);
     Napi::Int32Array tokens = Napi::Int32Array::New(env, R);
     Napi::Float32Array logprobs = Napi::Float32Array::New(env, R), raw = Napi::Float32Array::New(env, R);
     for (size_t r = 0; r < R; ++r) {
@@ -37,10 +45,14 @@ Napi::Value SampleDevice(const Napi::CallbackInfo& info) {
       logprobs[r] = out[r].logprob;
       raw[r] = out[r].rawLogprob;
     }
-    Napi::Array result = Napi::Array::New(env, 3);
+    Napi::Array result = Napi::Array::New(env, N > 0 ? 5 : 3);
     result.Set(0u, tokens);
     result.Set(1u, logprobs);
     result.Set(2u, raw);
+    if (N > 0) {
+      result.Set(3u, topTokens);
+      result.Set(4u, topLogprobs);
+    }
     return result;
   });
 }

@@ -25,7 +25,7 @@ import { randomInt } from 'node:crypto';
 import { invalidArgument, SwerlError } from '../errors.js';
 import { PagedKvCache } from '../kv/paged-kv-cache.js';
 import type { Model } from '../model/model.js';
-import { type SamplingParams, sampleAsync } from '../sample.js';
+import { type SamplingParams, sampleAsync, topLogprobs } from '../sample.js';
 import { checkInteger, toTokenArray } from '../validate.js';
 
 /** What a generation returns. */
@@ -537,25 +537,6 @@ export class Engine {
       cachedTokens: r.cachedTokens,
     });
   }
-}
-
-/** The n most likely tokens of a logits row under log_softmax, best first (ties: lower id). */
-export function topLogprobs(row: Float32Array, n: number): { token: number; logprob: number }[] {
-  let max = Number.NEGATIVE_INFINITY;
-  for (let j = 0; j < row.length; j++) if ((row[j] as number) > max) max = row[j] as number;
-  let sum = 0;
-  for (let j = 0; j < row.length; j++) sum += Math.exp((row[j] as number) - max);
-  const lse = max + Math.log(sum);
-  const best: number[] = [];
-  for (let j = 0; j < row.length; j++) {
-    const v = row[j] as number;
-    if (best.length === n && v <= (row[best[n - 1] as number] as number)) continue;
-    let at = best.length;
-    while (at > 0 && (row[best[at - 1] as number] as number) < v) at--;
-    best.splice(at, 0, j);
-    if (best.length > n) best.pop();
-  }
-  return best.map((token) => ({ token, logprob: (row[token] as number) - lse }));
 }
 
 /** One growing sequence whose KV stays in the engine's cache between turns. */

@@ -43,7 +43,8 @@ DeviceBuffer::~DeviceBuffer() = default;
 void DeviceBuffer::upload(size_t, const void*, size_t) { unavailable(); }
 void DeviceBuffer::download(size_t, void*, size_t) const { unavailable(); }
 
-void sampleRowsCuda(const float*, size_t, size_t, const SamplingParams*, const int32_t*, SampleResult*) {
+void sampleRowsCuda(const float*, size_t, size_t, const SamplingParams*, const int32_t*, SampleResult*, size_t,
+                    int32_t*, float*) {
   unavailable();
 }
 PolicyLossResult policyLossCuda(const PolicyLossInputs&, const PolicyLossConfig&, float*, float*) { unavailable(); }

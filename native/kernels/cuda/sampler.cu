@@ -453,10 +453,45 @@ __device__ void penalize(const float* x, float* y, uint32_t n, const PenaltyEntr
   __syncthreads();
 }
 
-// grid.x = rows, block = kThreads. logits [rows, vocab]; scratch holds the penalised rows.
+/**
+ * The row's topN most likely tokens under log_softmax(x), best first (ties: lower index), into
+ * tokens/logprobs [topN]: topN rounds, each a block-wide (value, index) winner among the tokens
+ * after the previous winner in that order (−1 and −Inf past the vocabulary's end).
+ */
+__device__ void topLogprobsOfRow(const float* x, uint32_t n, double rawLse, uint32_t topN, int32_t* tokens,
+                                 float* logprobs) {
+  float lastV = INFINITY;
+  int64_t lastJ = -1;
+  for (uint32_t r = 0; r < topN; ++r) {
+    double w[2] = {-INFINITY, -1};
+    for (uint32_t j = threadIdx.x; j < n; j += kThreads) {
+      const float v = x[j];
+      if (!(v < lastV || (v == lastV && static_cast<int64_t>(j) > lastJ))) continue;  // taken already
+      if (w[1] < 0 || v > w[0]) {  // j rises: an equal value keeps the lower index
+        w[0] = v;
+        w[1] = j;
+      }
+    }
+    blockReduce(w, WinnerOp{});
+    const int64_t j = static_cast<int64_t>(w[1]);
+    if (threadIdx.x == 0) {
+      tokens[r] = static_cast<int32_t>(j);
+      logprobs[r] = j < 0 ? -INFINITY : static_cast<float>(static_cast<double>(x[j]) - rawLse);
+    }
+    if (j < 0)
+      lastV = -INFINITY;  // nothing left: later rounds find nothing either
+    else {
+      lastV = x[j];
+      lastJ = j;
+    }
+  }
+}
+
+// grid.x = rows, block = kThreads. logits [rows, vocab]; scratch holds the penalised rows;
+// topTokens/topLogprobs [rows, topN] (unused when topN is 0).
 __global__ void __launch_bounds__(kThreads)
     sampleRowsKernel(const float* logits, uint32_t vocab, const RowPlan* plans, const PenaltyEntry* entries,
-                     float* scratch, RowResult* results) {
+                     float* scratch, RowResult* results, uint32_t topN, int32_t* topTokens, float* topLogprobs) {
   const uint32_t row = blockIdx.x, n = vocab;
   const RowPlan plan = plans[row];
   const float* x = logits + static_cast<size_t>(row) * n;
@@ -475,6 +510,9 @@ __global__ void __launch_bounds__(kThreads)
   }
   const double rawSum = keptMass(x, n, keepAll(), raw.max, 1.0f);
   const double rawLse = static_cast<double>(raw.max) + log(rawSum);
+  if (topN > 0)
+    topLogprobsOfRow(x, n, rawLse, topN, topTokens + static_cast<size_t>(row) * topN,
+                     topLogprobs + static_cast<size_t>(row) * topN);
   double logprob;
   if (plan.flags & kGreedy) {
     res.token = static_cast<int32_t>(proc.argmax);
@@ -610,25 +648,35 @@ void upload(const DeviceScratch& dst, const std::vector<T>& src) {
 }  // namespace
 
 void sampleRowsCuda(const float* deviceLogits, size_t rows, size_t vocab, const SamplingParams* params,
-                    const int32_t* positions, SampleResult* out) {
+                    const int32_t* positions, SampleResult* out, size_t topN, int32_t* topTokens, float* topLogprobs) {
   SWERL_CHECK(vocab >= 1, InvalidArgument, "vocab must be >= 1");
+  SWERL_CHECK(topN <= kMaxTopLogprobs, InvalidArgument,
+              "topLogprobs must be at most " + std::to_string(kMaxTopLogprobs) + ", got " + std::to_string(topN));
   SWERL_CHECK(vocab <= 0x7fffffff, InvalidArgument, "vocab must be < 2^31 on CUDA");
   SWERL_CHECK(rows <= 0x7fffffff, InvalidArgument, "at most 2^31 - 1 rows on CUDA");
   for (size_t r = 0; r < rows; ++r) checkSamplingParams(params[r], vocab, r);
   if (rows == 0) return;
   const HostPlans h = planRows(rows, vocab, params, positions);
   DeviceScratch plans(h.plans.size() * sizeof(RowPlan)), entries(h.entries.size() * sizeof(PenaltyEntry)),
-      scratch(h.penalizedRows * vocab * sizeof(float)), results(rows * sizeof(RowResult));
+      scratch(h.penalizedRows * vocab * sizeof(float)), results(rows * sizeof(RowResult)),
+      top(rows * topN * (sizeof(int32_t) + sizeof(float)));
   upload(plans, h.plans);
   upload(entries, h.entries);
+  int32_t* topTokensDev = top.as<int32_t>();
+  float* topLogprobsDev = topN > 0 ? reinterpret_cast<float*>(topTokensDev + rows * topN) : nullptr;
   SWERL_LAUNCH(sampleRowsKernel, static_cast<unsigned>(rows), kThreads, 0, deviceLogits, static_cast<uint32_t>(vocab),
-               plans.as<RowPlan>(), entries.as<PenaltyEntry>(), scratch.as<float>(), results.as<RowResult>());
+               plans.as<RowPlan>(), entries.as<PenaltyEntry>(), scratch.as<float>(), results.as<RowResult>(),
+               static_cast<uint32_t>(topN), topTokensDev, topLogprobsDev);
   CUDA_CHECK(cudaGetLastError());
   std::vector<RowResult> res(rows);
   CUDA_CHECK(cudaMemcpy(res.data(), results.as<RowResult>(), rows * sizeof(RowResult), cudaMemcpyDeviceToHost));
   for (size_t r = 0; r < rows; ++r)
     SWERL_CHECK(res[r].ok, NonFiniteLogits,
                 "logits row " + std::to_string(r) + " contains NaN or +Inf, or no finite value; no token was sampled");
+  if (topN > 0) {
+    CUDA_CHECK(cudaMemcpy(topTokens, topTokensDev, rows * topN * sizeof(int32_t), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(topLogprobs, topLogprobsDev, rows * topN * sizeof(float), cudaMemcpyDeviceToHost));
+  }
   for (size_t r = 0; r < rows; ++r) out[r] = SampleResult{res[r].token, res[r].logprob, res[r].rawLogprob};
 }
 

@@ -25,12 +25,19 @@
 
 namespace swerl {
 
+/** The most top logprobs a call reports per row (the OpenAI API's limit). */
+constexpr size_t kMaxTopLogprobs = 20;
+
 /**
  * Samples every row on the device; throws INVALID_ARGUMENT (bad params, as the CPU) or
  * NON_FINITE_LOGITS (a raw or penalised row with NaN or +Inf, or nothing above −Inf) before
- * writing `out`. vocab and rows must be below 2^31.
+ * writing `out`. vocab and rows must be below 2^31. With topN > 0 (at most kMaxTopLogprobs) it also
+ * writes each row's topN most likely tokens under log_softmax of the raw logits, best first (ties:
+ * lower index; −1 past the vocabulary), and their logprobs, into the host arrays topTokens and
+ * topLogprobs [rows, topN].
  */
 void sampleRowsCuda(const float* deviceLogits, size_t rows, size_t vocab, const SamplingParams* params,
-                    const int32_t* positions, SampleResult* out);
+                    const int32_t* positions, SampleResult* out, size_t topN = 0, int32_t* topTokens = nullptr,
+                    float* topLogprobs = nullptr);
 
 }  // namespace swerl
