@@ -154,9 +154,11 @@ export {
 export {
   type AdamWDeviceConfig,
   type AdamWDeviceTensors,
+  accumulateGradDevice,
   adamwStepDevice,
   clipGradNormDevice,
   gradNormDevice,
+  zeroGradDevice,
 } from './train/adamw-device.js';
 export {
   type DeviceFusedLossOptions,

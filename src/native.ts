@@ -223,6 +223,10 @@ export interface NativeBinding {
   ): void;
   /** g[0, n) *= s on the device. */
   scaleDevice(g: NativeDeviceBuffer, n: number, s: number): void;
+  /** a[0, n) = 0 on the device. */
+  zeroDevice(a: NativeDeviceBuffer, n: number): void;
+  /** into[0, n) += from[0, n), then from[0, n) = 0, on the device. */
+  accumulateDevice(into: NativeDeviceBuffer, from: NativeDeviceBuffer, n: number): void;
   /**
    * policyLossFused() on the device: hidden [T, hiddenSize] and weight [vocab, hiddenSize] f32 device
    * buffers; writes gradHidden [T, hiddenSize], adds to gradWeight [vocab, hiddenSize] (both device).

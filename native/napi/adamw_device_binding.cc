@@ -3,6 +3,8 @@
 //   adamwDevice(w, g, m, v, n, { lr, beta1, beta2, eps, weightDecay }, step, decay): void
 //   globalNormDevice(g, n): number
 //   scaleDevice(g, n, s): void
+//   zeroDevice(a, n): void
+//   accumulateDevice(into, from, n): void   (into += from, then from = 0)
 // Each converts its arguments and calls one kernel entry; the calls are synchronous (the kernels
 // are short and the results small).
 #include <cmath>
@@ -84,6 +86,24 @@ Napi::Value ScaleDevice(const Napi::CallbackInfo& info) {
   require(env, info.Length() > 2 && info[2].IsNumber(), "s must be a number");
   const float s = info[2].As<Napi::Number>().FloatValue();
   guarded(env, [&] { scaleInPlaceCuda(static_cast<float*>(g.data()), n, s); });
+  return env.Undefined();
+}
+
+Napi::Value ZeroDevice(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const size_t n = elementCount(info, 1);
+  DeviceBuffer& a = deviceBufferArg(info, 0, "a", n * sizeof(float));
+  guarded(env, [&] { zeroCuda(static_cast<float*>(a.data()), n); });
+  return env.Undefined();
+}
+
+Napi::Value AccumulateDevice(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const size_t n = elementCount(info, 2);
+  DeviceBuffer& into = deviceBufferArg(info, 0, "into", n * sizeof(float));
+  DeviceBuffer& from = deviceBufferArg(info, 1, "from", n * sizeof(float));
+  require(env, &into != &from, "into and from must be two different DeviceTensors");
+  guarded(env, [&] { accumulateCuda(static_cast<float*>(into.data()), static_cast<float*>(from.data()), n); });
   return env.Undefined();
 }
 

@@ -5,8 +5,8 @@
 // measurePeakFma(), measureDeviceCopy(), policyLoss(), sftLoss(), sample(), policyLossFused(), sftLossFused(),
 // gemm(), packMatrix(), gemmPacked(), NativeModel, and the CUDA kernels on device memory:
 // NativeDeviceBuffer, sampleDevice(), policyLossDevice(), sftLossDevice(), adamwDevice(),
-// globalNormDevice(), scaleDevice(), gemmBf16Device(), policyLossFusedDevice(), sftLossFusedDevice(). src/native.ts
-// declares the same shape as the NativeBinding interface.
+// globalNormDevice(), scaleDevice(), zeroDevice(), accumulateDevice(), gemmBf16Device(), policyLossFusedDevice(),
+// sftLossFusedDevice(). src/native.ts declares the same shape as the NativeBinding interface.
 #include <napi.h>
 
 #if defined(__unix__) || defined(__APPLE__)
@@ -41,6 +41,8 @@ Napi::Value SftLossDevice(const Napi::CallbackInfo& info);
 Napi::Value AdamwDevice(const Napi::CallbackInfo& info);
 Napi::Value GlobalNormDevice(const Napi::CallbackInfo& info);
 Napi::Value ScaleDevice(const Napi::CallbackInfo& info);
+Napi::Value ZeroDevice(const Napi::CallbackInfo& info);
+Napi::Value AccumulateDevice(const Napi::CallbackInfo& info);
 Napi::Value GemmBf16Device(const Napi::CallbackInfo& info);
 Napi::Value PolicyLossFusedDevice(const Napi::CallbackInfo& info);
 Napi::Value SftLossFusedDevice(const Napi::CallbackInfo& info);
@@ -91,6 +93,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("adamwDevice", Napi::Function::New(env, AdamwDevice, "adamwDevice"));
   exports.Set("globalNormDevice", Napi::Function::New(env, GlobalNormDevice, "globalNormDevice"));
   exports.Set("scaleDevice", Napi::Function::New(env, ScaleDevice, "scaleDevice"));
+  exports.Set("zeroDevice", Napi::Function::New(env, ZeroDevice, "zeroDevice"));
+  exports.Set("accumulateDevice", Napi::Function::New(env, AccumulateDevice, "accumulateDevice"));
   exports.Set("gemmBf16Device", Napi::Function::New(env, GemmBf16Device, "gemmBf16Device"));
   exports.Set("policyLossFusedDevice", Napi::Function::New(env, PolicyLossFusedDevice, "policyLossFusedDevice"));
   exports.Set("sftLossFusedDevice", Napi::Function::New(env, SftLossFusedDevice, "sftLossFusedDevice"));

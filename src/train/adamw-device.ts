@@ -92,6 +92,22 @@ export function clipGradNormDevice(grads: DeviceTensor, maxNorm: number): number
   return norm;
 }
 
+/**
+ * Folds a gradient slot into a gradient on the device: `into += from`, then `from = 0`,
+ * elementwise (the CPU optimizer's fold of its slots, e.g. to accumulate micro-batches).
+ */
+export function accumulateGradDevice(into: DeviceTensor, from: DeviceTensor): void {
+  const n = checkF32(into, 'into');
+  if (checkF32(from, 'from') !== n) throw invalidArgument('from', `${n} elements, as into`, from.size);
+  if (into === from) throw invalidArgument('from', 'a tensor other than into', 'the same tensor');
+  native().accumulateDevice(into.buffer, from.buffer, n);
+}
+
+/** Sets every element of an f32 device tensor to 0 (zeroing a gradient between steps). */
+export function zeroGradDevice(grads: DeviceTensor): void {
+  native().zeroDevice(grads.buffer, checkF32(grads, 'grads'));
+}
+
 function checkF32(t: DeviceTensor, name: string): number {
   if (t?.dtype !== 'f32') throw invalidArgument(name, 'an f32 DeviceTensor', t?.dtype ?? t);
   return t.size;
