@@ -28,10 +28,7 @@ RaceKey raceKey(uint64_t seed, int64_t position) {
   return RaceKey{static_cast<uint32_t>(h), static_cast<uint32_t>(h >> 32)};
 }
 
-double raceScore(double yScaled, RaceKey k, uint32_t j) {
-  const double v = raceV(k, j);
-  return yScaled - std::log(-std::log1p(-v));  // v = 1: E = +Inf, score −Inf (never wins)
-}
+double raceScore(double yScaled, RaceKey k, uint32_t j) { return raceScoreOf(yScaled, raceV(k, j)); }
 
 void RaceBound::raise(double s) {
   double cur = best.load(std::memory_order_relaxed);

@@ -17,8 +17,11 @@
 #pragma once
 
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+
+#include "common/host_device.h"
 
 namespace swerl {
 
@@ -29,8 +32,10 @@ struct RaceKey {
 /** The key of the draw at (seed, position). */
 RaceKey raceKey(uint64_t seed, int64_t position);
 
+// raceMix, raceV and raceScoreOf are the CUDA sampler's too (kernels/cuda/sampler.cu): one copy.
+
 /** A bijective 32-bit mixer (Wellons' lowbias32). */
-static inline uint32_t raceMix(uint32_t x) {
+SWERL_HOST_DEVICE static inline uint32_t raceMix(uint32_t x) {
   x ^= x >> 16;
   x *= 0x7feb352dU;
   x ^= x >> 15;
@@ -40,10 +45,13 @@ static inline uint32_t raceMix(uint32_t x) {
 }
 
 /** 1 − u_j for token j: a multiple of 2^-24 in (0, 1]. */
-static inline float raceV(RaceKey k, uint32_t j) {
+SWERL_HOST_DEVICE static inline float raceV(RaceKey k, uint32_t j) {
   const uint32_t bits = raceMix(raceMix(j + k.a) ^ k.b);
   return static_cast<float>((bits >> 8) + 1) * 0x1p-24f;
 }
+
+/** The score y_j / T − log(E_j) from v = raceV(...) (v = 1: E = +Inf, score −Inf: never wins). */
+SWERL_HOST_DEVICE static inline double raceScoreOf(double yScaled, double v) { return yScaled - ::log(-::log1p(-v)); }
 
 /** The exact score of token j with scaled logit yScaled = y_j / T. */
 double raceScore(double yScaled, RaceKey k, uint32_t j);

@@ -182,25 +182,6 @@ __device__ __forceinline__ float keyValue(uint32_t k) {
   return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
 }
 
-// The race's hash and score (race.h's raceMix, raceV, raceScore), for the device.
-__device__ __forceinline__ uint32_t mix32(uint32_t x) {
-  x ^= x >> 16;
-  x *= 0x7feb352dU;
-  x ^= x >> 15;
-  x *= 0x846ca68bU;
-  x ^= x >> 16;
-  return x;
-}
-
-__device__ __forceinline__ float raceVDevice(uint32_t a, uint32_t b, uint32_t j) {
-  const uint32_t bits = mix32(mix32(j + a) ^ b);
-  return static_cast<float>((bits >> 8) + 1) * 0x1p-24f;
-}
-
-__device__ __forceinline__ double raceScoreDevice(double yScaled, float v) {
-  return yScaled - log(-log1p(-static_cast<double>(v)));  // v = 1: −Inf (never wins)
-}
-
 // ---- row passes --------------------------------------------------------------------------------
 
 /** Tokens kept: y > thr, or y == thr and index ≤ lastTie. The default keeps everything. */
@@ -425,10 +406,10 @@ __device__ uint32_t raceWinner(const float* y, uint32_t n, const Cut& cut, float
     if (!cut.keeps(v, j)) continue;
     const float bound = scaledExp(v, max, invT) * c;
     if (!(bound >= 0x1p-24f)) continue;  // also e_j = 0 (−Inf, underflow)
-    const float u = raceVDevice(keyA, keyB, j);
+    const float u = raceV(RaceKey{keyA, keyB}, j);
     if (u > bound) continue;
     // y·invT is exact in f64 (two 24-bit significands), as the CPU's.
-    const double s = raceScoreDevice(static_cast<double>(v) * invT, u);
+    const double s = raceScoreOf(static_cast<double>(v) * invT, u);
     if (w[1] < 0 || s > w[0]) {  // j rises: an equal score keeps the lower index
       w[0] = s;
       w[1] = j;
