@@ -4,10 +4,13 @@
 // DAPO − RFT difference, the goal checks, and where each run's time went.
 //
 //   node scripts/seeds.mjs --seeds 11,12,13,14,15 [--preset default] [--config FILE] [--out runs/seeds] [--jobs 1]
+//                          [--include OLD/seeds.json]
 //
 // Each seed runs into OUT/seed-N (a finished run is reused, an unfinished one resumed), then
 // OUT/seeds.json (the table and every run's summary and time breakdown) and OUT/seeds.md (the
 // Markdown table) are written. --jobs runs that many seeds at once (each run uses about 1.2 cores).
+// --include adds the runs of an earlier seeds.json (same config; seeds not in --seeds) to the
+// table, each with the commit it ran at.
 // Build first (npm run build:ts); the runs use dist/.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -17,7 +20,7 @@ import { parseArgs } from 'node:util';
 import { seedTable, seedTableMarkdown } from '../dist/pipeline/seed-stats.js';
 
 const USAGE =
-  'usage: node scripts/seeds.mjs --seeds 11,12,13 [--preset default] [--config FILE] [--out runs/seeds] [--jobs 1]';
+  'usage: node scripts/seeds.mjs --seeds 11,12,13 [--preset default] [--config FILE] [--out runs/seeds] [--jobs 1] [--include OLD/seeds.json]';
 let values;
 try {
   ({ values } = parseArgs({
@@ -27,6 +30,7 @@ try {
       config: { type: 'string' },
       out: { type: 'string' },
       jobs: { type: 'string' },
+      include: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   }));
@@ -48,6 +52,22 @@ const out = resolve(values.out ?? 'runs/seeds');
 const base = values.config ? JSON.parse(readFileSync(values.config, 'utf8')) : {};
 if (values.preset) base.preset = values.preset;
 if (typeof base.seed === 'number') console.log(`note: the config's seed ${base.seed} is replaced by each run's`);
+// Runs of an earlier study, checked before any run starts: same config, seeds not run again here.
+let included = [];
+if (values.include) {
+  const old = JSON.parse(readFileSync(values.include, 'utf8'));
+  if (JSON.stringify(old.config ?? {}) !== JSON.stringify(base)) {
+    console.error(
+      `--include ${values.include}: its config ${JSON.stringify(old.config)} is not this study's ${JSON.stringify(base)}`,
+    );
+    process.exit(2);
+  }
+  included = (old.runs ?? []).filter((r) => !seeds.includes(r.seed));
+  for (const r of included)
+    console.log(
+      `seed ${r.seed}: included from ${values.include} (commit ${r.provenance?.commit?.slice(0, 7) ?? 'unknown'})`,
+    );
+}
 const trainJs = join(dirname(fileURLToPath(import.meta.url)), '..', 'train.js');
 mkdirSync(out, { recursive: true });
 
@@ -144,17 +164,23 @@ if (failed) {
   console.error(failed.message);
   process.exit(1);
 }
-const runs = seeds.map((s) => summaries.get(s));
-const table = seedTable(runs);
-const perRun = seeds.map((seed, i) => ({
-  seed,
-  stages: runs[i].stages,
-  wallSeconds: Math.round(runs[i].wallSeconds),
-  time: timeBreakdown(join(out, `seed-${seed}`), runs[i].wallSeconds),
-  provenance: runs[i].provenance,
-}));
+const perRun = [
+  ...included,
+  ...seeds.map((seed) => {
+    const run = summaries.get(seed);
+    return {
+      seed,
+      stages: run.stages,
+      wallSeconds: Math.round(run.wallSeconds),
+      time: timeBreakdown(join(out, `seed-${seed}`), run.wallSeconds),
+      provenance: run.provenance,
+    };
+  }),
+].sort((a, b) => a.seed - b.seed);
+const table = seedTable(perRun);
 writeFileSync(join(out, 'seeds.json'), `${JSON.stringify({ config: base, table, runs: perRun }, null, 2)}\n`);
-const md = seedTableMarkdown(table);
+const commits = perRun.map((r) => `seed ${r.seed}: ${r.provenance?.commit?.slice(0, 7) ?? 'unknown'}`);
+const md = `${seedTableMarkdown(table)}\nCommits: ${commits.join(', ')}.\n`;
 writeFileSync(join(out, 'seeds.md'), md);
 console.log(`\n${md}`);
 if (table.goal) console.log(`goal: ${JSON.stringify(table.goal)}`);
