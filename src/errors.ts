@@ -52,6 +52,8 @@ export const ErrorCodes = [
   'CANNOT_RESUME',
   /** A new run was started into a folder that holds a run (resume it, force a new one, or choose another). */
   'RUN_EXISTS',
+  /** Another live process is writing the run folder (its run.lock); wait for it or stop it. */
+  'RUN_LOCKED',
 ] as const;
 
 /** One of {@link ErrorCodes}. */

@@ -34,6 +34,7 @@ import { type PipelineConfig, rlFilterWarnings } from './config.js';
 import { checkpointName, dapoPhase, refuseOldNames, validationPhase } from './phases.js';
 import { type RunProvenance, runProvenance } from './provenance.js';
 import { writeReport } from './report.js';
+import { RunLock } from './run-lock.js';
 import {
   dapoIteration,
   dapoOptimizer,
@@ -212,8 +213,20 @@ export async function tasksFor(
   };
 }
 
-/** Runs the pipeline into `o.out`; returns the summary it also writes. */
+/**
+ * Runs the pipeline into `o.out`; returns the summary it also writes. The folder is claimed for
+ * this process first (run-lock.ts): while a run writes it, a second run into it is RUN_LOCKED.
+ */
 export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<RunSummary> {
+  const lock = await RunLock.claim(o.out);
+  try {
+    return await runClaimed(c, o, lock);
+  } finally {
+    await lock.release();
+  }
+}
+
+async function runClaimed(c: PipelineConfig, o: RunOptions, lock: RunLock): Promise<RunSummary> {
   const t0 = performance.now();
   const say = o.say ?? (() => {});
   if (!o.resume) {
@@ -226,6 +239,7 @@ export async function runPipeline(c: PipelineConfig, o: RunOptions): Promise<Run
     if (held.length > 0) {
       const aside = `${o.out}.replaced-${new Date().toISOString().replace(/[:.]/g, '-')}`;
       await rename(o.out, aside);
+      await lock.reclaimAfterMove(aside);
       say(`moved the run that was in ${o.out} to ${aside}`);
     }
   }

@@ -3,7 +3,8 @@
  * stops with RUN_EXISTS and changes nothing; `--force` moves the old run aside whole; a run
  * stopped by Ctrl-C or SIGKILL in its first seconds holds a run that a plain rerun refuses and
  * `--resume` continues; a folder written with the old phase names (`dapo-0-0`) is refused by
- * `--resume` with the way out. The runs are real `node train.js` processes on the smoke preset,
+ * `--resume` with the way out; a second run into a folder that a live run is writing is
+ * RUN_LOCKED, and once that run is killed `--resume` takes the folder over. The runs are real `node train.js` processes on the smoke preset,
  * stopped as soon as they have started.
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -99,6 +100,37 @@ describe('run folders', () => {
     expect(r.out).not.toContain('RUN_EXISTS');
     expect(existsSync(join(out, 'state.json'))).toBe(true);
   });
+
+  it('a second node train.js into a folder a live run is writing is RUN_LOCKED; after a SIGKILL --resume takes it over', async () => {
+    const out = join(dir, 'busy');
+    const first = spawn(process.execPath, [join(root, 'train.js'), '--preset', 'smoke', '--out', out], {
+      cwd: root,
+      stdio: 'ignore',
+    });
+    try {
+      const deadline = Date.now() + 60_000;
+      while (!existsSync(join(out, 'state.json')) && first.exitCode === null && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
+      expect(first.exitCode).toBeNull();
+      const state = readFileSync(join(out, 'state.json'), 'utf8');
+      const second = train(['--out', out, '--resume']);
+      expect(second.status).toBe(1);
+      expect(second.stderr).toContain('[RUN_LOCKED]');
+      expect(second.stderr).toContain(`pid ${first.pid}`);
+      expect(second.stdout).not.toContain('resuming after');
+      expect(readFileSync(join(out, 'state.json'), 'utf8')).toBe(state);
+      expect(train(['--out', out, '--force']).stderr).toContain('[RUN_LOCKED]');
+      expect(existsSync(join(out, 'state.json'))).toBe(true); // --force moved nothing aside
+      expect(readdirSync(dir).filter((f) => f.startsWith('busy.replaced-'))).toHaveLength(0);
+    } finally {
+      first.kill('SIGKILL');
+      await new Promise((r) => first.on('close', r));
+    }
+    // The killed run's lock is stale: --resume continues the run.
+    const r = await startAndStop(['--out', out, '--resume'], (o) => o.includes('resuming after'), 'SIGKILL');
+    expect(r.out).not.toContain('RUN_LOCKED');
+    expect(r.out).toContain('resuming after');
+  }, 120_000);
 
   it.skipIf(!canSandbox)(
     '--force moves the old run aside whole; Ctrl-C and SIGKILL in the first seconds leave a run that --resume continues',
