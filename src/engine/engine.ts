@@ -88,6 +88,12 @@ export interface EngineStats {
   decodeTokens: number;
   cachedTokens: number;
   preemptions: number;
+  /**
+   * Wall seconds the engine was computing: its steps (forward and sampling) here; for a remote
+   * engine, the time with at least one request in flight. A rollout's wall time minus this is
+   * what the environment (tools, tests, grading) and the scaffold took while the engine idled.
+   */
+  busySeconds: number;
   running: number;
   waiting: number;
 }
@@ -132,7 +138,7 @@ export class Engine {
   readonly #waiting: Request[] = [];
   readonly #running: Request[] = [];
   readonly #idle = new Set<SessionState>();
-  readonly #stats = { prefillTokens: 0, decodeTokens: 0, cachedTokens: 0, preemptions: 0 };
+  readonly #stats = { prefillTokens: 0, decodeTokens: 0, cachedTokens: 0, preemptions: 0, busySeconds: 0 };
   #loop: Promise<void> | null = null;
   #arrivals = 0;
   #clock = 0;
@@ -304,7 +310,14 @@ export class Engine {
     if (this.#loop) return;
     this.#loop = (async () => {
       try {
-        while (this.#waiting.length > 0 || this.#running.length > 0) await this.#step();
+        while (this.#waiting.length > 0 || this.#running.length > 0) {
+          const t0 = performance.now();
+          try {
+            await this.#step();
+          } finally {
+            this.#stats.busySeconds += (performance.now() - t0) / 1000;
+          }
+        }
       } finally {
         this.#loop = null;
       }

@@ -61,8 +61,9 @@ export class RemoteEngine {
   readonly #headers: Record<string, string>;
   readonly #timeoutMs: number;
   readonly #busyRetries: number;
-  readonly #stats = { prefillTokens: 0, decodeTokens: 0, cachedTokens: 0, preemptions: 0 };
+  readonly #stats = { prefillTokens: 0, decodeTokens: 0, cachedTokens: 0, preemptions: 0, busySeconds: 0 };
   #inFlight = 0;
+  #busySince = 0; // when #inFlight last went from 0 to 1 (performance.now())
 
   constructor(o: RemoteEngineOptions) {
     if (typeof o?.baseURL !== 'string') throw invalidArgument('baseURL', 'a URL string', o?.baseURL);
@@ -108,7 +109,7 @@ export class RemoteEngine {
       finishReason: 'abort',
       cachedTokens: 0,
     };
-    this.#inFlight++;
+    if (this.#inFlight++ === 0) this.#busySince = performance.now();
     let res: Response;
     try {
       for (let attempt = 0; ; attempt++) {
@@ -127,7 +128,7 @@ export class RemoteEngine {
       if (r.signal?.aborted) return aborted as Generation;
       throw new SwerlError(`the server at ${this.baseURL} did not answer: ${(e as Error).message}`, 'IO_ERROR');
     } finally {
-      this.#inFlight--;
+      if (--this.#inFlight === 0) this.#stats.busySeconds += (performance.now() - this.#busySince) / 1000;
     }
     const json = (await res.json().catch(() => null)) as {
       choices?: CompletionChoice[];
@@ -179,7 +180,8 @@ export class RemoteEngine {
 
   /** Counters since construction, from the server's usage reports. */
   stats(): EngineStats {
-    return { ...this.#stats, running: this.#inFlight, waiting: 0 };
+    const open = this.#inFlight > 0 ? (performance.now() - this.#busySince) / 1000 : 0;
+    return { ...this.#stats, busySeconds: this.#stats.busySeconds + open, running: this.#inFlight, waiting: 0 };
   }
 }
 

@@ -491,6 +491,7 @@ async function runClaimed(c: PipelineConfig, o: RunOptions, lock: RunLock): Prom
             (metrics.skipped
               ? 'nothing to train on: step skipped, the policy is unchanged'
               : `${count(metrics.steps ?? 0, 'step')}  entropy ${metrics.entropy?.toFixed(3)}  clip ${metrics.clipFracLow?.toFixed(3)}/${metrics.clipFracHigh?.toFixed(3)}`) +
+            `  rollouts ${(metrics.rolloutSeconds ?? 0).toFixed(0)} s (engine busy ${engineShare(metrics)})` +
             gradingErrors(metrics.errors ?? 0),
         );
         state.done.push(phase);
@@ -593,6 +594,12 @@ export function keptCheckpoints(c: PipelineConfig, done: string[], latest: strin
 /** state.checkpoint as a folder: relative to the run folder (an older run's is absolute). */
 function checkpointDir(out: string, checkpoint: string): string {
   return isAbsolute(checkpoint) ? checkpoint : join(out, checkpoint);
+}
+
+/** The share of a rollout phase's wall time the engine was computing ("-" when it took no time). */
+function engineShare(m: Record<string, number>): string {
+  const wall = m.rolloutSeconds ?? 0;
+  return wall > 0 ? `${Math.round((100 * (m.engineSeconds ?? 0)) / wall)}%` : '-';
 }
 
 /** The console's note of samples the grader could not judge (none: nothing is printed). */

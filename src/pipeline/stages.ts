@@ -344,6 +344,7 @@ export async function rft(
 ): Promise<Record<string, number>> {
   let done = 0;
   const t0 = performance.now();
+  const busy0 = p.engine.stats().busySeconds;
   const records = await runRollouts({
     engine: p.engine,
     tokenizer: p.tokenizer,
@@ -356,6 +357,8 @@ export async function rft(
     onRecord: () => hooks.progress?.('rft rollouts', ++done, tasks.length * c.rft.samplesPerTask, 'episode'),
   });
   const rolloutSeconds = (performance.now() - t0) / 1000;
+  // The engine's share of the rollouts' wall time; the rest it waited on the environment.
+  const engineSeconds = p.engine.stats().busySeconds - busy0;
   hooks.rollouts?.('rft', records);
   allFailedOrThrow(records, 'rft rollouts');
   const style = promptStyleOf(c);
@@ -364,7 +367,7 @@ export async function rft(
     ? records.map((r) => (r.resolved && r.error === undefined ? withSystemPrompt(r, prompts, p.tokenizer) : r))
     : records;
   const samples = rftSamples(kept);
-  const stats = { ...episodeStats(records), kept: samples.length, rolloutSeconds };
+  const stats = { ...episodeStats(records), kept: samples.length, rolloutSeconds, engineSeconds };
   hooks.log({ stage: 'rft', event: 'rollouts', phase: 'rft', ...stats });
   const steps = await sftEpochs(p, samples, { ...c.rft, seed: c.seed + 11, stage: 'rft' }, hooks);
   return { ...stats, steps: steps.length, skipped: steps.length === 0 ? 1 : 0 };
@@ -411,6 +414,7 @@ export async function dapoIteration(
   let done = 0;
   let total = tasks.length * G;
   const t0 = performance.now();
+  const busy0 = p.engine.stats().busySeconds;
   const batchOptions = {
     estimator: c.dapo.estimator,
     dropZeroAdvantage: c.dapo.dropZeroAdvantage,
@@ -446,6 +450,7 @@ export async function dapoIteration(
     refillRounds++;
   }
   const rolloutSeconds = (performance.now() - t0) / 1000;
+  const engineSeconds = p.engine.stats().busySeconds - busy0; // the rest: waiting on the environment
   hooks.rollouts?.(phase, records);
   const generated = records.reduce((a, r) => a + r.assistantMask.reduce((s, x) => s + x, 0), 0);
   // The reference's logprobs at the rollout temperature, as the policy's are in the step (verl's
@@ -496,6 +501,7 @@ export async function dapoIteration(
     refillRounds,
     gradNorm: mean((m) => m.gradNorm),
     rolloutSeconds,
+    engineSeconds,
     trainSeconds,
     rolloutTokensPerSecond: generated / Math.max(1e-9, rolloutSeconds),
   };

@@ -98,6 +98,21 @@ describe('Engine: exactness', () => {
     expect(st.running + st.waiting).toBe(0);
     expect(st.decodeTokens).toBe(reqs.length * 8); // every generated token but the last is decoded once
   });
+
+  it('busySeconds counts the wall time of its steps, not the time it idles', async () => {
+    const e = new Engine({ model: model(7), kvBlocks: 64, blockSize: 4 });
+    expect(e.stats().busySeconds).toBe(0);
+    const t0 = performance.now();
+    await e.generate({ prompt: prompt(6, 20), maxTokens: 8, sampling: { temperature: 0 } });
+    // The request resolves inside the engine's last step; let that step end.
+    await new Promise((r) => setTimeout(r, 50));
+    const wall = (performance.now() - t0) / 1000;
+    const busy = e.stats().busySeconds;
+    expect(busy).toBeGreaterThan(0);
+    expect(busy).toBeLessThanOrEqual(wall);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(e.stats().busySeconds).toBe(busy);
+  });
 });
 
 describe('Engine: stop, length, abort, errors', () => {
