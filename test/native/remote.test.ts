@@ -65,6 +65,7 @@ describe('RemoteEngine', () => {
     const local = new Engine({ model, kvBlocks: 128, blockSize: 4 });
     const rs = remote.openSession();
     const ls = local.openSession();
+    const t0 = performance.now();
     let hits = 0;
     for (const obs of ['line 1: x =', ' y + 3\nline 2:', ' x = y\n']) {
       const append = tokenizer.encode(obs);
@@ -76,6 +77,12 @@ describe('RemoteEngine', () => {
     expect(Array.from(rs.tokens)).toEqual(Array.from(ls.tokens));
     expect(hits).toBeGreaterThan(0);
     expect(remote.stats().decodeTokens).toBe(18);
+    // busySeconds: the time with a request in flight, within the wall time of the calls.
+    const busy = remote.stats().busySeconds;
+    expect(busy).toBeGreaterThan(0);
+    expect(busy).toBeLessThanOrEqual((performance.now() - t0) / 1000);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(remote.stats().busySeconds).toBe(busy);
   });
 
   it("maps the server's refusals and unreachable servers to coded errors", async () => {
