@@ -285,7 +285,8 @@ function scriptedEngine(p: Policy, responses: string[]): Policy['engine'] {
     };
     return s;
   };
-  return { openSession: session } as unknown as Policy['engine'];
+  // stats(): the stages read the engine's busy time around their rollouts (the real engine's, here).
+  return { openSession: session, stats: () => p.engine.stats() } as unknown as Policy['engine'];
 }
 
 describe.skipIf(!canSandbox)('rft.oneShot', () => {

@@ -155,7 +155,10 @@ function seedRecorder(p: Policy): { policy: Policy; seeds: Set<number> } {
       fork: () => wrap(s.fork() as S),
       close: () => s.close(),
     }) as unknown as S;
-  const engine = { openSession: () => wrap(p.engine.openSession()) } as unknown as Policy['engine'];
+  const engine = {
+    openSession: () => wrap(p.engine.openSession()),
+    stats: () => p.engine.stats(),
+  } as unknown as Policy['engine'];
   return { policy: { ...p, engine }, seeds };
 }
 
