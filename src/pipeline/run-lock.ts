@@ -37,14 +37,20 @@ function processAlive(pid: number): boolean {
   }
 }
 
-async function readLock(path: string): Promise<LockBody | null> {
+/** A lock file's body, or null when it is not one (half-written, or not JSON of that shape). */
+function parseLock(text: string): LockBody | null {
   try {
-    const b = JSON.parse(await readFile(path, 'utf8')) as Partial<LockBody>;
+    const b = JSON.parse(text) as Partial<LockBody>;
     if (typeof b.pid !== 'number' || typeof b.host !== 'string' || typeof b.token !== 'string') return null;
     return b as LockBody;
   } catch {
-    return null; // unreadable or half-written: treated as held by an unknown writer below
+    return null;
   }
+}
+
+/** The lock at `path`; null when it is missing or unreadable (treated as held by an unknown writer). */
+async function readLock(path: string): Promise<LockBody | null> {
+  return parseLock(await readFile(path, 'utf8').catch(() => ''));
 }
 
 /** A claim on one run folder by this process; see the module comment. */
@@ -52,11 +58,15 @@ export class RunLock {
   private readonly token = randomUUID();
   // Removes the lock when the process exits holding it (registered while a claim is held).
   private readonly onExit = () => {
-    try {
-      if ((JSON.parse(readFileSync(this.path, 'utf8')) as LockBody).token === this.token) rmSync(this.path);
-    } catch {
-      // already gone or replaced: nothing of ours to remove
-    }
+    // Synchronous: an exit hook cannot wait. Gone or replaced: nothing of ours to remove.
+    const text = (() => {
+      try {
+        return readFileSync(this.path, 'utf8');
+      } catch {
+        return '';
+      }
+    })();
+    if (parseLock(text)?.token === this.token) rmSync(this.path, { force: true });
   };
 
   private constructor(readonly dir: string) {}
