@@ -8,6 +8,10 @@
  *   Qwen2.5-0.5B shape with random weights (the unsuffixed names) and for the embedded model
  *   (`.embedded`). FLOPs per token: 2 per matmul parameter (LM head included) plus causal
  *   attention's 2·2·qDim·(T+1)/2 per layer; training counts 3 forwards;
+ * - attention.scores.hd{32,64}: the attention kernels' q·k scores (one query against 4,096 keys,
+ *   in tiles of 16) as GFLOP/s, beside one dot product per row (the AVX2 level's former tile
+ *   routine, bitwise equal) and the one-thread FMA peak. Scores are most of the attention work of
+ *   the warm start's backward and of long-context decoding;
  * - model.train.lanes.copy.embedded and model.train.lanes.sft.embedded: Trainer steps per second
  *   of the embedded model with two sample lanes (the default) beside one lane, on the pipeline's
  *   two SFT workloads (copy pretraining: 16 samples of 20-50 tokens; the warm start: 4 samples
@@ -29,6 +33,7 @@ export async function modelSuite(ctx) {
   const meta = {};
   ctx.meta.model = meta;
   await gemmRecords(ctx, meta);
+  await attentionRecords(ctx, meta);
   const shapes = ctx.quick
     ? [{ suffix: '.embedded', config: EMBEDDED_MODEL_CONFIG, forwardT: 64, trainT: 64 }]
     : [
@@ -44,6 +49,35 @@ export async function modelSuite(ctx) {
  * @param {import('./sample.mjs').SuiteContext} ctx
  * @param {Record<string, unknown>} meta
  */
+async function attentionRecords(ctx, meta) {
+  const rnd = mulberry32(11);
+  const n = 4096;
+  meta.attention = {};
+  for (const hd of [32, 64]) {
+    const name = `attention.scores.hd${hd}`;
+    const q = Float32Array.from({ length: hd }, () => rnd() - 0.5);
+    const keys = Float32Array.from({ length: n * hd }, () => rnd() - 0.5);
+    const opts = ctx.quick ? { time: 100, warmupTime: 20 } : { time: 1000, warmupTime: 200 };
+    progress(`${name}: ${n} keys, tiled against one dot per row`);
+    const tiled = await measure(name, () => native().attentionScores(q, keys, false), opts);
+    const perRow = await measure(`${name}.per_row`, () => native().attentionScores(q, keys, true), opts);
+    const gflops = (ms) => (2 * n * hd) / (ms / 1000) / 1e9;
+    ctx.report.add({
+      name,
+      value: gflops(tiled.periodMs),
+      unit: 'GFLOP/s',
+      baseline: { name: 'one dot product per row', value: gflops(perRow.periodMs) },
+      roofline: { value: ctx.limits.peakGflops1, unit: 'GFLOP/s' },
+    });
+    meta.attention[name] = {
+      tiled,
+      perRow,
+      keys: n,
+      note: 'one thread; 16 KiB of keys per 1,000 at hd 32 (L2-resident)',
+    };
+  }
+}
+
 async function laneRecords(ctx, meta) {
   // The default preset's model as its run builds it, with the 905-token vocabulary it trains.
   const config = embeddedModelConfig(resolveConfig({}), 905);

@@ -317,6 +317,8 @@ export interface NativeBinding {
     bTransposed: boolean,
     out?: Float32Array,
   ): Float32Array;
+  /** out [n] = q · keys[i] as the attention kernels score (tiled, or one dot per row); for tests. */
+  attentionScores(q: Float32Array, keys: Float32Array, perRow: boolean): Float32Array;
   /** w [N, K] packed as the B of x·wᵀ (an opaque native handle). */
   packMatrix(w: Float32Array, N: number, K: number): unknown;
   /** out [M, N] = a [M, K] · packed. */

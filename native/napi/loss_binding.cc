@@ -2,6 +2,7 @@
 // validates first; the checks here only keep a bypassing caller from crashing the process.
 #include <string>
 
+#include "kernels/cpu/attention.h"
 #include "kernels/cpu/gemm.h"
 #include "napi/args.h"
 #include "napi/errors.h"
@@ -241,6 +242,22 @@ Napi::Value Gemm(const Napi::CallbackInfo& info) {
     const MatView B = bt ? MatView{b.Data(), 1, static_cast<size_t>(K)} : MatView{b.Data(), static_cast<size_t>(N), 1};
     gemm(M, N, K, MatView{a.Data(), static_cast<size_t>(K), 1}, B, c.Data(), N, 0.0f);
     return c;
+  });
+}
+
+// attentionScores(q: Float32Array [hd], keys: Float32Array [n, hd], perRow: boolean) -> [n]:
+// the attention kernels' q·k scores (tiled, or one dot per row). For tests and benchmarks.
+Napi::Value AttentionScores(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&]() -> Napi::Value {
+    Napi::Float32Array q = argFloat32Array(info, 0, "q"), keys = argFloat32Array(info, 1, "keys");
+    const size_t hd = q.ElementLength();
+    require(env, hd >= 1 && keys.ElementLength() % hd == 0, "keys must be [n, q.length]");
+    require(env, info.Length() > 2 && info[2].IsBoolean(), "perRow must be a boolean");
+    const size_t n = keys.ElementLength() / hd;
+    Napi::Float32Array out = Napi::Float32Array::New(env, n);
+    attentionScores(q.Data(), keys.Data(), n, hd, info[2].As<Napi::Boolean>().Value(), out.Data());
+    return out;
   });
 }
 

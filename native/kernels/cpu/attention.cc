@@ -247,4 +247,17 @@ void causalAttentionBackward(const float* qkv, size_t qkvStride, size_t kOffset,
   });
 }
 
+void attentionScores(const float* q, const float* keys, size_t n, size_t headDim, bool perRow, float* out) {
+  const AttentionOps& ops = attentionOps();
+  const float* rows[kAttnTile];
+  for (size_t p0 = 0; p0 < n; p0 += kAttnTile) {
+    const size_t m = std::min(kAttnTile, n - p0);
+    for (size_t i = 0; i < m; ++i) rows[i] = keys + (p0 + i) * headDim;
+    if (perRow)
+      for (size_t i = 0; i < m; ++i) out[p0 + i] = ops.dot(q, rows[i], headDim);
+    else
+      ops.tileDots(q, rows, m, headDim, out + p0);
+  }
+}
+
 }  // namespace swerl

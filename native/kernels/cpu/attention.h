@@ -52,4 +52,12 @@ void causalAttentionBackward(const float* qkv, size_t qkvStride, size_t kOffset,
                              const float* o, const float* lse, const float* dO, const AttentionShape& shape,
                              float* dqkv);
 
+/**
+ * out[i] = q · keys[i] for n rows of headDim floats, as the attention kernels compute a score
+ * before scaling: in tiles of kAttnTile rows through the SIMD level's tile routine, or, with
+ * perRow, one dot product per row. At the AVX2 level the two agree bitwise (the tile routine
+ * keeps the row routine's reduction order); tests compare them, and both against float64.
+ */
+void attentionScores(const float* q, const float* keys, size_t n, size_t headDim, bool perRow, float* out);
+
 }  // namespace swerl
