@@ -115,10 +115,22 @@ function runSeed(seed) {
 
 /** Where a run's time went, from its metrics events (seconds). */
 function timeBreakdown(dir, wallSeconds) {
+  // A line cut short (a run killed mid-write, or two processes that once shared a folder) is
+  // skipped and counted, not fatal: the table does not depend on it.
+  let unreadable = 0;
   const events = readFileSync(join(dir, 'metrics.jsonl'), 'utf8')
     .trim()
     .split('\n')
-    .map((l) => JSON.parse(l));
+    .flatMap((l) => {
+      try {
+        return [JSON.parse(l)];
+      } catch {
+        unreadable++;
+        return [];
+      }
+    });
+  if (unreadable > 0)
+    console.log(`note: ${dir}/metrics.jsonl: ${unreadable} unreadable line(s) skipped in the time breakdown`);
   const parts = {
     setup: 0,
     copyPretraining: 0,
