@@ -73,7 +73,7 @@ async function attentionRecords(ctx, meta) {
       tiled,
       perRow,
       keys: n,
-      note: 'one thread; 16 KiB of keys per 1,000 at hd 32 (L2-resident)',
+      note: 'one thread; the keys are 512 KiB at hd 32 and 1 MiB at hd 64',
     };
   }
 }
