@@ -45,7 +45,7 @@ export async function modelSuite(ctx) {
 }
 
 /**
- * Trainer steps per second with 2 sample lanes against 1, same samples, interleaved runs.
+ * attention.scores.hd{32,64}: the tile routine beside one dot per row (see the file's header).
  * @param {import('./sample.mjs').SuiteContext} ctx
  * @param {Record<string, unknown>} meta
  */
@@ -78,6 +78,11 @@ async function attentionRecords(ctx, meta) {
   }
 }
 
+/**
+ * Trainer steps per second with 2 sample lanes against 1, same samples, interleaved runs.
+ * @param {import('./sample.mjs').SuiteContext} ctx
+ * @param {Record<string, unknown>} meta
+ */
 async function laneRecords(ctx, meta) {
   // The default preset's model as its run builds it, with the 905-token vocabulary it trains.
   const config = embeddedModelConfig(resolveConfig({}), 905);
