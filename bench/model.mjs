@@ -45,7 +45,8 @@ export async function modelSuite(ctx) {
 }
 
 /**
- * attention.scores.hd{32,64}: the tile routine beside one dot per row (see the file's header).
+ * attention.scores.hd{32,64}: the tile routine beside one dot per row (see the file's header);
+ * attention.gradients.embedded: causal attention's forward and backward at the default's shape.
  * @param {import('./sample.mjs').SuiteContext} ctx
  * @param {Record<string, unknown>} meta
  */
@@ -76,6 +77,33 @@ async function attentionRecords(ctx, meta) {
       note: 'one thread; the keys are 512 KiB at hd 32 and 1 MiB at hd 64',
     };
   }
+  // The forward and backward of one dense sequence at the default model's attention shape
+  // (4 heads sharing 2 K/V heads, hd 32) and a warm-start demonstration's length.
+  const T = ctx.quick ? 512 : 1024;
+  const [heads, kvHeads, hd] = [4, 2, 32];
+  const name = 'attention.gradients.embedded';
+  const qkv = Float32Array.from({ length: T * (heads + 2 * kvHeads) * hd }, () => rnd() - 0.5);
+  const dO = Float32Array.from({ length: T * heads * hd }, () => rnd() - 0.5);
+  progress(`${name}: forward and backward of ${T} tokens, ${heads} heads, head dim ${hd}`);
+  const opts = ctx.quick ? { time: 200, warmupTime: 50 } : { time: 2000, warmupTime: 300 };
+  const run = await measure(name, () => native().attentionGradients(qkv, dO, heads, kvHeads, hd), opts);
+  // Per (query, key, head): the forward's score dot and value axpy, the backward's two dots
+  // (score, dO·v) and three axpys (dq, dk, dv); 2·hd FLOPs each.
+  const flops = ((T * (T + 1)) / 2) * heads * 7 * 2 * hd;
+  ctx.report.add({
+    name,
+    value: flops / (run.periodMs / 1000) / 1e9,
+    unit: 'GFLOP/s',
+    roofline: { value: ctx.limits.peakGflops, unit: 'GFLOP/s' },
+  });
+  meta.attention[name] = {
+    run,
+    tokens: T,
+    heads,
+    kvHeads,
+    headDim: hd,
+    note: 'all kernel threads; FLOPs counted as 7 dot/axpy of 2·hd per (query, key, head)',
+  };
 }
 
 /**

@@ -319,6 +319,18 @@ export interface NativeBinding {
   ): Float32Array;
   /** out [n] = q · keys[i] as the attention kernels score (tiled, or one dot per row); for tests. */
   attentionScores(q: Float32Array, keys: Float32Array, perRow: boolean): Float32Array;
+  /**
+   * Causal attention of one dense sequence and its backward, as a decoder layer runs them:
+   * qkv [T, (heads + 2·kvHeads)·headDim] (q, then k, then v per row), dO [T, heads·headDim];
+   * scale 1/√headDim. For tests.
+   */
+  attentionGradients(
+    qkv: Float32Array,
+    dO: Float32Array,
+    heads: number,
+    kvHeads: number,
+    headDim: number,
+  ): { o: Float32Array; lse: Float32Array; dqkv: Float32Array };
   /** w [N, K] packed as the B of x·wᵀ (an opaque native handle). */
   packMatrix(w: Float32Array, N: number, K: number): unknown;
   /** out [M, N] = a [M, K] · packed. */

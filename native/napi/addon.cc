@@ -33,6 +33,7 @@ Napi::Value PolicyLossFused(const Napi::CallbackInfo& info);
 Napi::Value SftLossFused(const Napi::CallbackInfo& info);
 Napi::Value Gemm(const Napi::CallbackInfo& info);
 Napi::Value AttentionScores(const Napi::CallbackInfo& info);
+Napi::Value AttentionGradients(const Napi::CallbackInfo& info);
 Napi::Value PackMatrix(const Napi::CallbackInfo& info);
 Napi::Value GemmPacked(const Napi::CallbackInfo& info);
 Napi::Function defineDeviceBuffer(Napi::Env env);
@@ -84,6 +85,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("sftLossFused", Napi::Function::New(env, SftLossFused, "sftLossFused"));
   exports.Set("gemm", Napi::Function::New(env, Gemm, "gemm"));
   exports.Set("attentionScores", Napi::Function::New(env, AttentionScores, "attentionScores"));
+  exports.Set("attentionGradients", Napi::Function::New(env, AttentionGradients, "attentionGradients"));
   exports.Set("packMatrix", Napi::Function::New(env, PackMatrix, "packMatrix"));
   exports.Set("gemmPacked", Napi::Function::New(env, GemmPacked, "gemmPacked"));
   exports.Set("NativePagedKvCache", defineKvCache(env));

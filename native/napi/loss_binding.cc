@@ -2,7 +2,6 @@
 // validates first; the checks here only keep a bypassing caller from crashing the process.
 #include <string>
 
-#include "kernels/cpu/attention.h"
 #include "kernels/cpu/gemm.h"
 #include "napi/args.h"
 #include "napi/errors.h"
@@ -220,44 +219,6 @@ Napi::Value SftLossFused(const Napi::CallbackInfo& info) {
     require(env, mask != nullptr, "mask is required");
     TokenLoss loss(T, h.vocab, targets.Data(), mask, invTemperatureArg(info, 9));
     return fusedResult(info, 7, h, loss);
-  });
-}
-
-// gemm(a: Float32Array [M, K], b: Float32Array, M, N, K, bTransposed: boolean) -> C [M, N]
-// (b is [K, N], or [N, K] when bTransposed). For tests and benchmarks.
-Napi::Value Gemm(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  return guarded(env, [&]() -> Napi::Value {
-    Napi::Float32Array a = argFloat32Array(info, 0, "a"), b = argFloat32Array(info, 1, "b");
-    const int64_t M = argInteger(info, 2, "M"), N = argInteger(info, 3, "N"), K = argInteger(info, 4, "K");
-    require(env, M >= 0 && N >= 0 && K >= 0, "M, N, K must be >= 0");
-    require(env, info.Length() > 5 && info[5].IsBoolean(), "bTransposed must be a boolean");
-    const bool bt = info[5].As<Napi::Boolean>().Value();
-    require(env, a.ElementLength() == static_cast<size_t>(M * K) && b.ElementLength() == static_cast<size_t>(K * N),
-            "a must be [M, K] and b [K, N] (or [N, K])");
-    // out (optional): a caller's [M, N] buffer, reused across calls (benchmarks).
-    Napi::Float32Array c = info.Length() > 6 && info[6].IsTypedArray() ? argFloat32Array(info, 6, "out")
-                                                                       : Napi::Float32Array::New(env, M * N);
-    require(env, c.ElementLength() == static_cast<size_t>(M * N), "out must be [M, N]");
-    const MatView B = bt ? MatView{b.Data(), 1, static_cast<size_t>(K)} : MatView{b.Data(), static_cast<size_t>(N), 1};
-    gemm(M, N, K, MatView{a.Data(), static_cast<size_t>(K), 1}, B, c.Data(), N, 0.0f);
-    return c;
-  });
-}
-
-// attentionScores(q: Float32Array [hd], keys: Float32Array [n, hd], perRow: boolean) -> [n]:
-// the attention kernels' q·k scores (tiled, or one dot per row). For tests and benchmarks.
-Napi::Value AttentionScores(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  return guarded(env, [&]() -> Napi::Value {
-    Napi::Float32Array q = argFloat32Array(info, 0, "q"), keys = argFloat32Array(info, 1, "keys");
-    const size_t hd = q.ElementLength();
-    require(env, hd >= 1 && keys.ElementLength() % hd == 0, "keys must be [n, q.length]");
-    require(env, info.Length() > 2 && info[2].IsBoolean(), "perRow must be a boolean");
-    const size_t n = keys.ElementLength() / hd;
-    Napi::Float32Array out = Napi::Float32Array::New(env, n);
-    attentionScores(q.Data(), keys.Data(), n, hd, info[2].As<Napi::Boolean>().Value(), out.Data());
-    return out;
   });
 }
 

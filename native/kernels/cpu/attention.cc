@@ -190,61 +190,76 @@ void causalAttentionBackward(const float* qkv, size_t qkvStride, size_t kOffset,
   auto q = [&](size_t t, size_t h) { return qkv + t * qkvStride + h * hd; };
   auto k = [&](size_t p, size_t g) { return qkv + p * qkvStride + kOffset + g * hd; };
   auto v = [&](size_t p, size_t g) { return qkv + p * qkvStride + vOffset + g * hd; };
-  // Both passes go in tiles of kAttnTile rows: the tile's dot products, one exp pass over the
-  // tile (arguments ≤ 0: s·scale − lse never exceeds 0 up to rounding, clamped), one tiled axpy.
+  for (size_t t = 0; t < T; ++t) {
+    std::fill(dqkv + t * qkvStride, dqkv + t * qkvStride + H * hd, 0.0f);
+    std::fill(dqkv + t * qkvStride + kOffset, dqkv + t * qkvStride + kOffset + G * hd, 0.0f);
+    std::fill(dqkv + t * qkvStride + vOffset, dqkv + t * qkvStride + vOffset + G * hd, 0.0f);
+  }
+  // Tiles of kAttnTile: the tile's dot products, one exp pass over the tile (arguments ≤ 0:
+  // s·scale − lse never exceeds 0 up to rounding, clamped), one tiled axpy.
   auto expTile = [&](float* x, size_t n, float* out) {
     for (size_t i = 0; i < n; ++i) x[i] = std::min(x[i], 0.0f);
     ops.tileExp(x, n, 0.0f, out);
   };
-  // dq[t, h] = scale Σ_{p ≤ t} dS_tp k_p, with dS_tp = P_tp (dO_t·v_p − D_t).
-  parallelFor(T * H, (T / 2 + 1) * hd * 3, 1 << 15, [&](size_t item) {
-    const size_t t = item / H, h = item % H, g = h / group;
-    const float* dOt = dO + item * hd;
-    float* dq = dqkv + t * qkvStride + h * hd;
-    std::fill(dq, dq + hd, 0.0f);
-    float x[kAttnTile], P[kAttnTile], dP[kAttnTile];
-    const float* kr[kAttnTile];
-    const float* vr[kAttnTile];
-    for (size_t p0 = 0; p0 <= t; p0 += kAttnTile) {
-      const size_t n = std::min(kAttnTile, t + 1 - p0);
-      for (size_t i = 0; i < n; ++i) {
-        kr[i] = k(p0 + i, g);
-        vr[i] = v(p0 + i, g);
+  // Per head, key block by key block (a block is one tile of keys): pass A takes each query
+  // row's scores over the block once, P_tp and dS_tp = P_tp (dO_t·v_p − D_t)·scale, adds its dq
+  // terms and stores P and dS key-major; pass B adds the block's dk and dv terms from them,
+  // several keys per sweep over the query rows so that each row is read once for all of them.
+  // Every sum has a fixed order, whatever the threads: dq[t, h] over p ascending, dk and dv[p, g]
+  // over the group's heads in order, then over t ascending.
+  constexpr size_t kKeysPerSweep = 4;
+  std::vector<float> probT(kAttnTile * T), gradT(kAttnTile * T);  // [key in block][t − block start]
+  for (size_t h = 0; h < H; ++h) {  // heads in order: a group's heads add to dk, dv in order
+    const size_t g = h / group;
+    for (size_t p0 = 0; p0 < T; p0 += kAttnTile) {
+      const size_t nb = std::min(kAttnTile, T - p0), rows = T - p0;
+      const float* kr[kAttnTile];
+      const float* vr[kAttnTile];
+      for (size_t j = 0; j < nb; ++j) {
+        kr[j] = k(p0 + j, g);
+        vr[j] = v(p0 + j, g);
       }
-      ops.tileDots(q(t, h), kr, n, hd, x);
-      ops.tileDots(dOt, vr, n, hd, dP);
-      for (size_t i = 0; i < n; ++i) x[i] = x[i] * scale - lse[item];
-      expTile(x, n, P);
-      for (size_t i = 0; i < n; ++i) P[i] = P[i] * (dP[i] - D[item]) * scale;  // dS
-      ops.tileAxpy(dq, P, kr, n, hd);
-    }
-  });
-  // dk[p, g] = scale Σ_{t ≥ p, h ∈ g} dS_tp q_t;  dv[p, g] = Σ_{t ≥ p, h ∈ g} P_tp dO_t.
-  parallelFor(T * G, (T / 2 + 1) * hd * 4 * group, 1 << 15, [&](size_t item) {
-    const size_t p = item / G, g = item % G;
-    float* dk = dqkv + p * qkvStride + kOffset + g * hd;
-    float* dv = dqkv + p * qkvStride + vOffset + g * hd;
-    std::fill(dk, dk + hd, 0.0f);
-    std::fill(dv, dv + hd, 0.0f);
-    float x[kAttnTile], P[kAttnTile], dS[kAttnTile];
-    const float* qr[kAttnTile];
-    const float* dr[kAttnTile];
-    for (size_t h = g * group; h < (g + 1) * group; ++h)
-      for (size_t t0 = p; t0 < T; t0 += kAttnTile) {
-        const size_t n = std::min(kAttnTile, T - t0);
-        for (size_t i = 0; i < n; ++i) {
-          qr[i] = q(t0 + i, h);
-          dr[i] = dO + ((t0 + i) * H + h) * hd;
-        }
-        ops.tileDots(k(p, g), qr, n, hd, x);
-        ops.tileDots(v(p, g), dr, n, hd, dS);
-        for (size_t i = 0; i < n; ++i) x[i] = x[i] * scale - lse[(t0 + i) * H + h];
+      // Pass A: dq[t, h] += Σ_{p in block, p ≤ t} dS_tp k_p.
+      parallelFor(rows, nb * hd * 3, 1 << 15, [&, p0, nb](size_t r) {
+        const size_t t = p0 + r, item = t * H + h, n = std::min(nb, r + 1);
+        float x[kAttnTile], dP[kAttnTile], P[kAttnTile];
+        ops.tileDots(q(t, h), kr, n, hd, x);
+        ops.tileDots(dO + item * hd, vr, n, hd, dP);
+        const float l = lse[item], d = D[item], sc = scale;
+        for (size_t j = 0; j < n; ++j) x[j] = x[j] * sc - l;
         expTile(x, n, P);
-        for (size_t i = 0; i < n; ++i) dS[i] = P[i] * (dS[i] - D[(t0 + i) * H + h]) * scale;
-        ops.tileAxpy(dk, dS, qr, n, hd);
-        ops.tileAxpy(dv, P, dr, n, hd);
-      }
-  });
+        for (size_t j = 0; j < n; ++j) {
+          dP[j] = P[j] * (dP[j] - d) * sc;  // dS
+          probT[j * T + r] = P[j];
+          gradT[j * T + r] = dP[j];
+        }
+        ops.tileAxpy(dqkv + t * qkvStride + h * hd, dP, kr, n, hd);
+      });
+      // Pass B: dk[p, g] += Σ_{t ≥ p} dS_tp q_t;  dv[p, g] += Σ_{t ≥ p} P_tp dO_t.
+      const size_t sweeps = (nb + kKeysPerSweep - 1) / kKeysPerSweep;
+      parallelFor(sweeps, rows * hd * 2 * kKeysPerSweep, 1 << 15, [&, p0, nb, rows](size_t w) {
+        const size_t j0 = w * kKeysPerSweep, j1 = std::min(nb, j0 + kKeysPerSweep);
+        const float* qr[kAttnTile];
+        const float* dr[kAttnTile];
+        for (size_t c = 0; c < rows; c += kAttnTile) {  // query rows p0 + c .. p0 + c + n − 1
+          const size_t n = std::min(kAttnTile, rows - c);
+          for (size_t i = 0; i < n; ++i) {
+            qr[i] = q(p0 + c + i, h);
+            dr[i] = dO + ((p0 + c + i) * H + h) * hd;
+          }
+          for (size_t j = j0; j < j1; ++j) {
+            const size_t from = j > c ? j - c : 0;  // rows before key p0 + j do not see it
+            if (from >= n) continue;
+            const size_t p = p0 + j;
+            ops.tileAxpy(dqkv + p * qkvStride + kOffset + g * hd, gradT.data() + j * T + c + from, qr + from, n - from,
+                         hd);
+            ops.tileAxpy(dqkv + p * qkvStride + vOffset + g * hd, probT.data() + j * T + c + from, dr + from, n - from,
+                         hd);
+          }
+        }
+      });
+    }
+  }
 }
 
 void attentionScores(const float* q, const float* keys, size_t n, size_t headDim, bool perRow, float* out) {
@@ -258,6 +273,17 @@ void attentionScores(const float* q, const float* keys, size_t n, size_t headDim
     else
       ops.tileDots(q, rows, m, headDim, out + p0);
   }
+}
+
+void attentionGradients(const float* qkv, size_t T, const AttentionShape& shape, const float* dO, float* o, float* lse,
+                        float* dqkv) {
+  const size_t hd = shape.headDim, stride = (shape.heads + 2 * shape.kvHeads) * hd;
+  const size_t kOffset = shape.heads * hd, vOffset = (shape.heads + shape.kvHeads) * hd;
+  std::vector<int64_t> pos(T);
+  for (size_t t = 0; t < T; ++t) pos[t] = static_cast<int64_t>(t);
+  const KvRows k{qkv + kOffset, stride}, v{qkv + vOffset, stride};
+  causalAttention(qkv, stride, pos.data(), T, &k, &v, nullptr, shape, o, lse);
+  causalAttentionBackward(qkv, stride, kOffset, vOffset, T, o, lse, dO, shape, dqkv);
 }
 
 }  // namespace swerl

@@ -45,8 +45,10 @@ void causalAttention(const float* q, size_t qStride, const int64_t* pos, size_t 
  * The backward of causalAttention for one dense sequence (query t at position t attends to keys
  * 0..t; q, k, v rows qkvStride apart, as the forward's qkv buffer: q at column 0, k at kOffset,
  * v at vOffset). From the forward's output o [T, heads·headDim], its lse and dO, writes dq, dk,
- * dv into the same layout of dqkv (overwritten). Memory O(headDim) per task: scores are
- * recomputed from lse. Multi-threaded: over (query, head) for dq, over (key, kv head) for dk, dv.
+ * dv into the same layout of dqkv (overwritten). Each score and its softmax gradient is computed
+ * once from lse and read by dq and by dk, dv: memory O(kAttnTile·T) for one key tile's P and dS.
+ * Multi-threaded over query rows (dq) and over keys (dk, dv) within a key tile; every sum has a
+ * fixed order, so the result does not depend on the thread count.
  */
 void causalAttentionBackward(const float* qkv, size_t qkvStride, size_t kOffset, size_t vOffset, size_t T,
                              const float* o, const float* lse, const float* dO, const AttentionShape& shape,
@@ -59,5 +61,13 @@ void causalAttentionBackward(const float* qkv, size_t qkvStride, size_t kOffset,
  * keeps the row routine's reduction order); tests compare them, and both against float64.
  */
 void attentionScores(const float* q, const float* keys, size_t n, size_t headDim, bool perRow, float* out);
+
+/**
+ * causalAttention and causalAttentionBackward on one dense sequence as a decoder layer runs them
+ * (qkv rows of (heads + 2·kvHeads)·headDim floats: q, k, v; query t at position t): o
+ * [T, heads·headDim], lse [T, heads] and dqkv [T, (heads + 2·kvHeads)·headDim]. For tests.
+ */
+void attentionGradients(const float* qkv, size_t T, const AttentionShape& shape, const float* dO, float* o, float* lse,
+                        float* dqkv);
 
 }  // namespace swerl
