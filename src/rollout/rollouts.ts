@@ -8,7 +8,8 @@
  * Commands run in sandboxes while other episodes generate. The text work around the model
  * (rendering and tokenizing observations, decoding responses and parsing their actions) runs on
  * one piscina pool (TextPool), and rewards are evaluated on another (evaluatePatches) as episodes
- * finish, in the sandbox kind and image the episode ran in.
+ * finish, in the sandbox kind and image the episode ran in; a patch that another sample of the
+ * same task in the call already produced takes that grading (GradeMemo) instead of a new one.
  *
  * Failures: an episode whose sandbox or grader fails (not the policy's doing) becomes a record
  * with `error`, which training and Pass@k leave out; its siblings go on. A failure of the policy
@@ -20,13 +21,14 @@ import { setMaxListeners } from 'node:events';
 import { type EpisodeOptions, episodeReward, runEpisode } from '../agent/episode.js';
 import type { ActionFormat, AgentMessage, ParsedAction } from '../agent/scaffold.js';
 import type { Engine, GenerateRequest, Generation } from '../engine/engine.js';
-import type { EvaluateOptions } from '../env/evaluate.js';
+import type { EvaluateOptions, Evaluation } from '../env/evaluate.js';
 import { evaluatePatches } from '../env/evaluate-pool.js';
 import type { SweTask } from '../env/tasks.js';
 import { invalidArgument, SwerlError } from '../errors.js';
 import type { SamplingParams } from '../sample.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
 import { checkInteger } from '../validate.js';
+import { GradeMemo } from './grade-memo.js';
 import type { RolloutRecord, RolloutTurn } from './record.js';
 import { TextPool } from './text-pool.js';
 import { runTextJob, type TextJob } from './text-work.js';
@@ -203,6 +205,7 @@ export async function runRollouts(o: RolloutOptions): Promise<RolloutRecord[]> {
     ? (job) => pool.run(job)
     : async <K extends TextJob['op']>(job: TextJob & { op: K }) => runTextJob<K>(o.tokenizer, job);
   const jobs = o.tasks.flatMap((task, i) => Array.from({ length: G }, (_, j) => ({ task, i, j })));
+  const grades = new GradeMemo();
   // Every seed before any episode runs: a bad one is refused with nothing started.
   const seeds = jobs.map(({ i, j }) => seedOf(i, j));
   const out: RolloutRecord[] = new Array(jobs.length);
@@ -224,6 +227,7 @@ export async function runRollouts(o: RolloutOptions): Promise<RolloutRecord[]> {
           maxTurns,
           turnPenaltyThreshold,
           group: `${groupName}:${i}`,
+          grades,
         });
         out[k] = r;
         if (fatal === null) o.onRecord?.(r);
@@ -260,6 +264,8 @@ async function episode(
     turnPenaltyThreshold: number | null;
     /** The record's advantage group (RolloutRecord.group). */
     group: string;
+    /** The batch's gradings: a repeated (task, patch) is graded once. */
+    grades: GradeMemo;
   },
 ): Promise<RolloutRecord> {
   const t0 = performance.now();
@@ -386,12 +392,16 @@ async function episode(
     let resolved = false;
     let error: RolloutRecord['error'];
     if (traj.patch.trim() !== '') {
-      const [ev] = await evaluatePatches(
-        [{ task, patch: traj.patch, options: evaluationOptions(o.sandbox) }],
-        o.evaluationRetries === undefined ? {} : { retries: o.evaluationRetries },
-      );
-      resolved = ev?.resolved ?? false;
-      if (ev?.outcome === 'error') error = ev.error ?? { code: 'INTERNAL', message: 'the evaluation failed' };
+      const patch = traj.patch;
+      const ev = await p.grades.evaluate(task, patch, async () => {
+        const [e] = await evaluatePatches(
+          [{ task, patch, options: evaluationOptions(o.sandbox) }],
+          o.evaluationRetries === undefined ? {} : { retries: o.evaluationRetries },
+        );
+        return e ?? noEvaluation;
+      });
+      resolved = ev.resolved;
+      if (ev.outcome === 'error') error = ev.error ?? { code: 'INTERNAL', message: 'the evaluation failed' };
     }
     const evaluateMs = performance.now() - t1;
     const turnCount = traj.turns.length;
@@ -413,6 +423,16 @@ async function episode(
     (session as SessionLike | null)?.close();
   }
 }
+
+/** What a grading that returned nothing counts as: the grader's failure. */
+const noEvaluation: Evaluation = {
+  resolved: false,
+  outcome: 'error',
+  error: { code: 'INTERNAL', message: 'the evaluation returned no result' },
+  timedOut: false,
+  tests: {},
+  log: '',
+};
 
 /** The grader's sandbox for an episode's: Docker with the same image settings, else local. */
 function evaluationOptions(sandbox: RolloutOptions['sandbox']): EvaluateOptions {
