@@ -1,5 +1,6 @@
-// Kernel test hooks: thin bindings over single CPU kernels, so that tests and benchmarks can check
-// each against a float64 reference and time it alone. Each converts and checks its arguments and
+// Kernel test hooks: thin bindings over single CPU kernels (GEMM, packed GEMM, attention scores
+// and gradients), so that tests and benchmarks can check each against a float64 reference and
+// time it alone. Each converts and checks its arguments and
 // calls the kernel; the arithmetic lives in native/kernels/cpu.
 #include <cmath>
 
@@ -10,6 +11,12 @@
 
 namespace swerl::napi {
 
+namespace {
+// Dimensions up to 2^31: products of two stay far inside int64 and size_t, so a huge or
+// wrapped-around size is refused instead of passing a shape check by overflow.
+constexpr int64_t kMaxDim = int64_t{1} << 31;
+}  // namespace
+
 // gemm(a: Float32Array [M, K], b: Float32Array, M, N, K, bTransposed: boolean) -> C [M, N]
 // (b is [K, N], or [N, K] when bTransposed). For tests and benchmarks.
 Napi::Value Gemm(const Napi::CallbackInfo& info) {
@@ -17,7 +24,8 @@ Napi::Value Gemm(const Napi::CallbackInfo& info) {
   return guarded(env, [&]() -> Napi::Value {
     Napi::Float32Array a = argFloat32Array(info, 0, "a"), b = argFloat32Array(info, 1, "b");
     const int64_t M = argInteger(info, 2, "M"), N = argInteger(info, 3, "N"), K = argInteger(info, 4, "K");
-    require(env, M >= 0 && N >= 0 && K >= 0, "M, N, K must be >= 0");
+    require(env, M >= 0 && N >= 0 && K >= 0 && M <= kMaxDim && N <= kMaxDim && K <= kMaxDim,
+            "M, N, K must be in [0, 2^31]");
     require(env, info.Length() > 5 && info[5].IsBoolean(), "bTransposed must be a boolean");
     const bool bt = info[5].As<Napi::Boolean>().Value();
     require(env, a.ElementLength() == static_cast<size_t>(M * K) && b.ElementLength() == static_cast<size_t>(K * N),
@@ -57,8 +65,10 @@ Napi::Value AttentionGradients(const Napi::CallbackInfo& info) {
     Napi::Float32Array qkv = argFloat32Array(info, 0, "qkv"), dO = argFloat32Array(info, 1, "dO");
     const int64_t H = argInteger(info, 2, "heads"), G = argInteger(info, 3, "kvHeads"),
                   hd = argInteger(info, 4, "headDim");
-    require(env, H >= 1 && G >= 1 && hd >= 1 && H % G == 0 && H / G <= 64,
-            "heads and kvHeads must be >= 1, heads a multiple of kvHeads (at most 64 per group), headDim >= 1");
+    require(
+        env, H >= 1 && G >= 1 && hd >= 1 && H <= 1 << 16 && hd <= 1 << 16 && H % G == 0 && H / G <= 64,
+        "heads and kvHeads must be in [1, 65536], heads a multiple of kvHeads (at most 64 per group), headDim in [1, "
+        "65536]");
     const size_t stride = static_cast<size_t>((H + 2 * G) * hd);
     require(env, qkv.ElementLength() % stride == 0, "qkv must be [T, (heads + 2 kvHeads) headDim]");
     const size_t T = qkv.ElementLength() / stride;
@@ -72,6 +82,40 @@ Napi::Value AttentionGradients(const Napi::CallbackInfo& info) {
     out.Set("o", o);
     out.Set("lse", lse);
     out.Set("dqkv", dqkv);
+    return out;
+  });
+}
+
+// packMatrix(w, N, K): w [N, K] (a weight in Hugging Face layout) packed as the B [K, N] of
+// x·wᵀ, held natively; for gemmPacked.
+Napi::Value PackMatrix(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&]() -> Napi::Value {
+    Napi::Float32Array w = argFloat32Array(info, 0, "w");
+    const int64_t N = argInteger(info, 1, "N"), K = argInteger(info, 2, "K");
+    require(env, N >= 1 && K >= 1 && N <= kMaxDim && K <= kMaxDim, "N and K must be in [1, 2^31]");
+    require(env, w.ElementLength() == static_cast<size_t>(N * K), "w must be [N, K]");
+    auto* m = new PackedMatrix();
+    m->pack(MatView{w.Data(), 1, static_cast<size_t>(K)}, K, N);
+    return Napi::External<PackedMatrix>::New(env, m, [](Napi::Env, PackedMatrix* p) { delete p; });
+  });
+}
+
+// gemmPacked(a, packed, M, out): out [M, N] = a [M, K] · packed.
+Napi::Value GemmPacked(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guarded(env, [&]() -> Napi::Value {
+    Napi::Float32Array a = argFloat32Array(info, 0, "a");
+    require(env, info.Length() > 1 && info[1].IsExternal(), "packed must come from packMatrix");
+    const PackedMatrix& p = *info[1].As<Napi::External<PackedMatrix>>().Data();
+    const int64_t M = argInteger(info, 2, "M");
+    require(env, M >= 0 && M <= kMaxDim, "M must be in [0, 2^31]");
+    Napi::Float32Array out = argFloat32Array(info, 3, "out");
+    require(env,
+            M >= 0 && a.ElementLength() == static_cast<size_t>(M) * p.rows() &&
+                out.ElementLength() == static_cast<size_t>(M) * p.cols(),
+            "a must be [M, K] and out [M, N]");
+    gemmPacked(M, MatView{a.Data(), p.rows(), 1}, p, out.Data(), p.cols(), 0.0f);
     return out;
   });
 }

@@ -2,7 +2,6 @@
 // validates first; the checks here only keep a bypassing caller from crashing the process.
 #include <string>
 
-#include "kernels/cpu/gemm.h"
 #include "napi/args.h"
 #include "napi/errors.h"
 #include "napi/loss_args.h"
@@ -219,38 +218,6 @@ Napi::Value SftLossFused(const Napi::CallbackInfo& info) {
     require(env, mask != nullptr, "mask is required");
     TokenLoss loss(T, h.vocab, targets.Data(), mask, invTemperatureArg(info, 9));
     return fusedResult(info, 7, h, loss);
-  });
-}
-
-// packMatrix(w, N, K): w [N, K] (a weight in Hugging Face layout) packed as the B [K, N] of
-// x·wᵀ, held natively; for gemmPacked.
-Napi::Value PackMatrix(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  return guarded(env, [&]() -> Napi::Value {
-    Napi::Float32Array w = argFloat32Array(info, 0, "w");
-    const int64_t N = argInteger(info, 1, "N"), K = argInteger(info, 2, "K");
-    require(env, N >= 1 && K >= 1 && w.ElementLength() == static_cast<size_t>(N * K), "w must be [N, K]");
-    auto* m = new PackedMatrix();
-    m->pack(MatView{w.Data(), 1, static_cast<size_t>(K)}, K, N);
-    return Napi::External<PackedMatrix>::New(env, m, [](Napi::Env, PackedMatrix* p) { delete p; });
-  });
-}
-
-// gemmPacked(a, packed, M, out): out [M, N] = a [M, K] · packed.
-Napi::Value GemmPacked(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  return guarded(env, [&]() -> Napi::Value {
-    Napi::Float32Array a = argFloat32Array(info, 0, "a");
-    require(env, info.Length() > 1 && info[1].IsExternal(), "packed must come from packMatrix");
-    const PackedMatrix& p = *info[1].As<Napi::External<PackedMatrix>>().Data();
-    const int64_t M = argInteger(info, 2, "M");
-    Napi::Float32Array out = argFloat32Array(info, 3, "out");
-    require(env,
-            M >= 0 && a.ElementLength() == static_cast<size_t>(M) * p.rows() &&
-                out.ElementLength() == static_cast<size_t>(M) * p.cols(),
-            "a must be [M, K] and out [M, N]");
-    gemmPacked(M, MatView{a.Data(), p.rows(), 1}, p, out.Data(), p.cols(), 0.0f);
-    return out;
   });
 }
 

@@ -398,7 +398,7 @@ async function episode(
           [{ task, patch, options: evaluationOptions(o.sandbox) }],
           o.evaluationRetries === undefined ? {} : { retries: o.evaluationRetries },
         );
-        return e ?? noEvaluation;
+        return e ?? noEvaluation();
       });
       resolved = ev.resolved;
       if (ev.outcome === 'error') error = ev.error ?? { code: 'INTERNAL', message: 'the evaluation failed' };
@@ -425,14 +425,16 @@ async function episode(
 }
 
 /** What a grading that returned nothing counts as: the grader's failure. */
-const noEvaluation: Evaluation = {
-  resolved: false,
-  outcome: 'error',
-  error: { code: 'INTERNAL', message: 'the evaluation returned no result' },
-  timedOut: false,
-  tests: {},
-  log: '',
-};
+function noEvaluation(): Evaluation {
+  return {
+    resolved: false,
+    outcome: 'error',
+    error: { code: 'INTERNAL', message: 'the evaluation returned no result' },
+    timedOut: false,
+    tests: {},
+    log: '',
+  };
+}
 
 /** The grader's sandbox for an episode's: Docker with the same image settings, else local. */
 function evaluationOptions(sandbox: RolloutOptions['sandbox']): EvaluateOptions {

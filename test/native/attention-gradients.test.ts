@@ -153,5 +153,9 @@ describe('attention backward', () => {
     );
     expect(() => native().attentionGradients(new Float32Array(16), new Float32Array(3), 2, 1, 4)).toThrow(/dO must be/);
     expect(() => native().attentionGradients(new Float32Array(16), new Float32Array(8), 3, 2, 4)).toThrow(/heads/);
+    // A row width that wraps around to 0 in 64 bits is refused (it once divided by zero).
+    expect(() =>
+      native().attentionGradients(new Float32Array(16), new Float32Array(8), 2 ** 42, 2 ** 42, 2 ** 22),
+    ).toThrow(/heads/);
   });
 });

@@ -48,5 +48,10 @@ describe('gemm x·Wᵀ', () => {
     const packed = native().packMatrix(new Float32Array(6), 2, 3);
     expect(() => native().gemmPacked(new Float32Array(4), packed, 1, new Float32Array(2))).toThrow(/\[M, K\]/);
     expect(() => native().gemmPacked(new Float32Array(3), {}, 1, new Float32Array(2))).toThrow(/packMatrix/);
+    // Sizes whose products wrap around to 0 in 64 bits are refused, not taken for empty arrays.
+    const none = new Float32Array(0);
+    expect(() => native().gemm(none, none, 2 ** 32, 2 ** 32, 2 ** 32, false)).toThrow(/2\^31/);
+    expect(() => native().packMatrix(none, 2 ** 32, 2 ** 32)).toThrow(/2\^31/);
+    expect(() => native().gemmPacked(none, packed, 2 ** 40, none)).toThrow(/2\^31/);
   });
 });

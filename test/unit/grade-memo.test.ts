@@ -1,6 +1,7 @@
 /**
  * A rollout batch grades each distinct (task, patch) once: repeated patches take the first
- * grading, finished or in flight; a grading that failed for the grader's reasons is never shared;
+ * grading's verdict, finished or in flight; a grading that failed for the grader's reasons or hit
+ * the test timeout is never shared;
  * the same patch on another task object is graded on its own. Checked on GradeMemo alone and on
  * runRollouts with scripted responses that all make the task's reference fix (the real grader
  * runs, counted through a pass-through spy on the evaluation pool).
@@ -48,8 +49,10 @@ describe('GradeMemo', () => {
     const second = memo.evaluate(task, 'p', slow); // in flight: waits on the first
     release();
     expect(await first).toEqual(evaluation('resolved'));
-    expect(await second).toBe(await first);
-    expect(await memo.evaluate(task, 'p', slow)).toBe(await first); // finished
+    // The verdict is shared, without the first grading's log.
+    const verdict = { ...evaluation('resolved'), log: '' };
+    expect(await second).toEqual(verdict);
+    expect(await memo.evaluate(task, 'p', slow)).toEqual(verdict); // finished
     expect(runs).toBe(1);
     const other = { instance_id: 't' } as SweTask; // the same id, another task object
     const quick = async () => {
@@ -71,6 +74,16 @@ describe('GradeMemo', () => {
     expect([a.outcome, b.outcome]).toEqual(['error', 'resolved']);
     expect((await memo.evaluate(task, 'p', grade)).outcome).toBe('resolved');
     expect(runs).toBe(3);
+    // Nor a test run that hit the timeout (the machine's load can cause it): the next sample grades again.
+    const memo3 = new GradeMemo();
+    let slowRuns = 0;
+    const timedOut = async () => ({
+      ...evaluation(slowRuns++ === 0 ? 'unresolved' : 'resolved'),
+      timedOut: slowRuns === 1,
+    });
+    const [c, d] = await Promise.all([memo3.evaluate(task, 'p', timedOut), memo3.evaluate(task, 'p', timedOut)]);
+    expect([c.timedOut, c.outcome, d.timedOut, d.outcome]).toEqual([true, 'unresolved', false, 'resolved']);
+    expect(slowRuns).toBe(2);
     // A grading that throws is not kept either.
     const memo2 = new GradeMemo();
     await expect(memo2.evaluate(task, 'p', () => Promise.reject(new Error('pool gone')))).rejects.toThrow('pool gone');

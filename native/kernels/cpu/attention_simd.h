@@ -10,10 +10,7 @@ struct AttentionOps {
   float (*dot)(const float* a, const float* b, size_t n);     // Σ a·b, fixed order
   void (*axpy)(float* y, float a, const float* x, size_t n);  // y += a·x
   void (*scale)(float* y, float a, size_t n);                 // y *= a
-  // One key tile: s[i] = q·rows[i] for i < n (n ≤ 16), rows of length hd. s[i] depends only on
-  // q and rows[i], not on i, n or the other rows, and swapping q and rows[i] gives the same bits
-  // (each lane's products are commutative, the reduction is the same for every row): the
-  // attention backward relies on it to share one dot between its dq and dk/dv sums.
+  // One key tile: s[i] = q·rows[i] for i < n (n ≤ 16), rows of length hd.
   void (*tileDots)(const float* q, const float* const* rows, size_t n, size_t hd, float* s);
   // acc += Σ_i e[i]·rows[i] for i < n, in order of i.
   void (*tileAxpy)(float* acc, const float* e, const float* const* rows, size_t n, size_t hd);
