@@ -201,16 +201,19 @@ void causalAttentionBackward(const float* qkv, size_t qkvStride, size_t kOffset,
     for (size_t i = 0; i < n; ++i) x[i] = std::min(x[i], 0.0f);
     ops.tileExp(x, n, 0.0f, out);
   };
-  // Per head, key block by key block (a block is one tile of keys): pass A takes each query
-  // row's scores over the block once, P_tp and dS_tp = P_tp (dO_t·v_p − D_t)·scale, adds its dq
-  // terms and stores P and dS key-major; pass B adds the block's dk and dv terms from them,
-  // several keys per sweep over the query rows so that each row is read once for all of them.
-  // Every sum has a fixed order, whatever the threads: dq[t, h] over p ascending, dk and dv[p, g]
-  // over the group's heads in order, then over t ascending.
+  // Per KV group, key block by key block (a block is one tile of keys): pass A takes each (query
+  // row, head of the group)'s scores over the block once, P_tp and dS_tp = P_tp (dO_t·v_p −
+  // D_t)·scale, adds its dq terms and stores P and dS key-major; pass B adds the block's dk and dv
+  // terms from them, several keys per sweep over the query rows so that each row is read once for
+  // all of them, the group's heads one after the other. Every sum has a fixed order, whatever the
+  // threads: dq[t, h] over p ascending, dk and dv[p, g] over the group's heads in order, then over
+  // t ascending.
   constexpr size_t kKeysPerSweep = 4;
-  std::vector<float> probT(kAttnTile * T), gradT(kAttnTile * T);  // [key in block][t − block start]
-  for (size_t h = 0; h < H; ++h) {  // heads in order: a group's heads add to dk, dv in order
-    const size_t g = h / group;
+  // [head in group][key in block][t − block start]
+  std::vector<float> probT(group * kAttnTile * T), gradT(group * kAttnTile * T);
+  auto at = [&](size_t hh, size_t j) { return (hh * kAttnTile + j) * T; };
+  for (size_t g = 0; g < G; ++g) {
+    const size_t h0 = g * group;
     for (size_t p0 = 0; p0 < T; p0 += kAttnTile) {
       const size_t nb = std::min(kAttnTile, T - p0), rows = T - p0;
       const float* kr[kAttnTile];
@@ -220,7 +223,8 @@ void causalAttentionBackward(const float* qkv, size_t qkvStride, size_t kOffset,
         vr[j] = v(p0 + j, g);
       }
       // Pass A: dq[t, h] += Σ_{p in block, p ≤ t} dS_tp k_p.
-      parallelFor(rows, nb * hd * 3, 1 << 15, [&, p0, nb](size_t r) {
+      parallelFor(rows * group, nb * hd * 3, 1 << 15, [&, p0, nb](size_t it) {
+        const size_t r = it / group, hh = it % group, h = h0 + hh;
         const size_t t = p0 + r, item = t * H + h, n = std::min(nb, r + 1);
         float x[kAttnTile], dP[kAttnTile], P[kAttnTile];
         ops.tileDots(q(t, h), kr, n, hd, x);
@@ -230,31 +234,34 @@ void causalAttentionBackward(const float* qkv, size_t qkvStride, size_t kOffset,
         expTile(x, n, P);
         for (size_t j = 0; j < n; ++j) {
           dP[j] = P[j] * (dP[j] - d) * sc;  // dS
-          probT[j * T + r] = P[j];
-          gradT[j * T + r] = dP[j];
+          probT[at(hh, j) + r] = P[j];
+          gradT[at(hh, j) + r] = dP[j];
         }
         ops.tileAxpy(dqkv + t * qkvStride + h * hd, dP, kr, n, hd);
       });
-      // Pass B: dk[p, g] += Σ_{t ≥ p} dS_tp q_t;  dv[p, g] += Σ_{t ≥ p} P_tp dO_t.
+      // Pass B: dk[p, g] += Σ_{h in g} Σ_{t ≥ p} dS_tp q_t;  dv[p, g] += Σ_{h in g} Σ_{t ≥ p} P_tp dO_t.
       const size_t sweeps = (nb + kKeysPerSweep - 1) / kKeysPerSweep;
-      parallelFor(sweeps, rows * hd * 2 * kKeysPerSweep, 1 << 15, [&, p0, nb, rows](size_t w) {
+      parallelFor(sweeps, rows * hd * 2 * kKeysPerSweep * group, 1 << 15, [&, p0, nb, rows](size_t w) {
         const size_t j0 = w * kKeysPerSweep, j1 = std::min(nb, j0 + kKeysPerSweep);
         const float* qr[kAttnTile];
         const float* dr[kAttnTile];
-        for (size_t c = 0; c < rows; c += kAttnTile) {  // query rows p0 + c .. p0 + c + n − 1
-          const size_t n = std::min(kAttnTile, rows - c);
-          for (size_t i = 0; i < n; ++i) {
-            qr[i] = q(p0 + c + i, h);
-            dr[i] = dO + ((p0 + c + i) * H + h) * hd;
-          }
-          for (size_t j = j0; j < j1; ++j) {
-            const size_t from = j > c ? j - c : 0;  // rows before key p0 + j do not see it
-            if (from >= n) continue;
-            const size_t p = p0 + j;
-            ops.tileAxpy(dqkv + p * qkvStride + kOffset + g * hd, gradT.data() + j * T + c + from, qr + from, n - from,
-                         hd);
-            ops.tileAxpy(dqkv + p * qkvStride + vOffset + g * hd, probT.data() + j * T + c + from, dr + from, n - from,
-                         hd);
+        for (size_t hh = 0; hh < group; ++hh) {  // the group's heads in order
+          const size_t h = h0 + hh;
+          for (size_t c = 0; c < rows; c += kAttnTile) {  // query rows p0 + c .. p0 + c + n − 1
+            const size_t n = std::min(kAttnTile, rows - c);
+            for (size_t i = 0; i < n; ++i) {
+              qr[i] = q(p0 + c + i, h);
+              dr[i] = dO + ((p0 + c + i) * H + h) * hd;
+            }
+            for (size_t j = j0; j < j1; ++j) {
+              const size_t from = j > c ? j - c : 0;  // rows before key p0 + j do not see it
+              if (from >= n) continue;
+              const size_t p = p0 + j;
+              ops.tileAxpy(dqkv + p * qkvStride + kOffset + g * hd, gradT.data() + at(hh, j) + c + from, qr + from,
+                           n - from, hd);
+              ops.tileAxpy(dqkv + p * qkvStride + vOffset + g * hd, probT.data() + at(hh, j) + c + from, dr + from,
+                           n - from, hd);
+            }
           }
         }
       });

@@ -46,9 +46,10 @@ void causalAttention(const float* q, size_t qStride, const int64_t* pos, size_t 
  * 0..t; q, k, v rows qkvStride apart, as the forward's qkv buffer: q at column 0, k at kOffset,
  * v at vOffset). From the forward's output o [T, heads·headDim], its lse and dO, writes dq, dk,
  * dv into the same layout of dqkv (overwritten). Each score and its softmax gradient is computed
- * once from lse and read by dq and by dk, dv: memory O(kAttnTile·T) for one key tile's P and dS.
- * Multi-threaded over query rows (dq) and over keys (dk, dv) within a key tile; every sum has a
- * fixed order, so the result does not depend on the thread count.
+ * once from lse and read by dq and by dk, dv: memory O(group·kAttnTile·T) for one key tile's P
+ * and dS (group = heads / kvHeads). Multi-threaded over (query row, head of the KV group) for dq
+ * and over keys for dk, dv, within a key tile; every sum has a fixed order, so the result does
+ * not depend on the thread count.
  */
 void causalAttentionBackward(const float* qkv, size_t qkvStride, size_t kOffset, size_t vOffset, size_t T,
                              const float* o, const float* lse, const float* dO, const AttentionShape& shape,
