@@ -1,7 +1,7 @@
 // Kernel test hooks: thin bindings over single CPU kernels (GEMM, packed GEMM, attention scores
 // and gradients), so that tests and benchmarks can check each against a float64 reference and
-// time it alone. Each converts and checks its arguments and
-// calls the kernel; the arithmetic lives in native/kernels/cpu.
+// time it alone. Each converts and checks its arguments and calls the kernel; the arithmetic lives
+// in native/kernels/cpu.
 #include <cmath>
 
 #include "kernels/cpu/attention.h"
@@ -112,7 +112,7 @@ Napi::Value GemmPacked(const Napi::CallbackInfo& info) {
     require(env, M >= 0 && M <= kMaxDim, "M must be in [0, 2^31]");
     Napi::Float32Array out = argFloat32Array(info, 3, "out");
     require(env,
-            M >= 0 && a.ElementLength() == static_cast<size_t>(M) * p.rows() &&
+            a.ElementLength() == static_cast<size_t>(M) * p.rows() &&
                 out.ElementLength() == static_cast<size_t>(M) * p.cols(),
             "a must be [M, K] and out [M, N]");
     gemmPacked(M, MatView{a.Data(), p.rows(), 1}, p, out.Data(), p.cols(), 0.0f);

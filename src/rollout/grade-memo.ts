@@ -31,8 +31,6 @@ function shareable(ev: Evaluation): boolean {
 /** Gradings of one runRollouts call, by task (object identity) and patch text. */
 export class GradeMemo {
   readonly #byTask = new Map<SweTask, Map<string, Promise<Evaluation | null>>>();
-  #graded = 0;
-  #reused = 0;
 
   /**
    * The evaluation of `patch` on `task`: `grade()`'s, or the verdict of an identical (task object,
@@ -47,14 +45,8 @@ export class GradeMemo {
     const shared = byPatch.get(patch);
     if (shared !== undefined) {
       const verdict = await shared;
-      if (verdict !== null) {
-        this.#reused++;
-        return verdict;
-      }
-      this.#graded++;
-      return grade();
+      return verdict ?? grade();
     }
-    this.#graded++;
     const own = grade();
     // What waiting samples get: the verdict, or null (grade your own) when it may not be shared.
     const entry = own.then(
@@ -71,10 +63,5 @@ export class GradeMemo {
     });
     if (!shareable(ev)) drop();
     return ev;
-  }
-
-  /** Gradings run, and evaluations taken from an identical patch's. */
-  get counts(): { graded: number; reused: number } {
-    return { graded: this.#graded, reused: this.#reused };
   }
 }

@@ -84,28 +84,32 @@ function reference(c: Case, qkv: Float32Array, dO: Float32Array): { o: Float64Ar
   return { o, dqkv };
 }
 
-// Runs every case in a child process (the SIMD level and thread count are per process) and prints
-// the outputs as JSON.
-function run(simd: string | undefined, threads: number) {
+// Runs every case in a child process (the SIMD level and thread count are per process) on the
+// inputs given, and returns the outputs.
+function run(simd: string | undefined, threads: number, cases: { qkv: Float32Array; dO: Float32Array }[]) {
   const script = `
+    import { readFileSync } from 'node:fs';
     import { nativeInfo } from ${JSON.stringify(dist)};
     import { native } from ${JSON.stringify(dist.replace('index.js', 'native.js'))};
-    import { mulberry32 } from ${JSON.stringify(dist.replace('index.js', 'random.js'))};
-    const cases = ${JSON.stringify(CASES)};
-    const normal = (r) => { const u = Math.max(r(), 1e-12); return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * r()); };
-    const out = cases.map((c) => {
-      const r = mulberry32(c.seed);
-      const qkv = Float32Array.from({ length: c.T * (c.heads + 2 * c.kvHeads) * c.hd }, () => normal(r));
-      const dO = Float32Array.from({ length: c.T * c.heads * c.hd }, () => normal(r));
-      const g = native().attentionGradients(qkv, dO, c.heads, c.kvHeads, c.hd);
+    const shapes = ${JSON.stringify(CASES)};
+    const inputs = JSON.parse(readFileSync(0, 'utf8'));
+    const out = shapes.map((c, i) => {
+      const g = native().attentionGradients(
+        Float32Array.from(inputs[i].qkv), Float32Array.from(inputs[i].dO), c.heads, c.kvHeads, c.hd);
       return { o: Array.from(g.o), dqkv: Array.from(g.dqkv) };
     });
     console.log(JSON.stringify({ simd: nativeInfo().simd, out }));`;
   const env: NodeJS.ProcessEnv = { ...process.env, SWERL_NUM_THREADS: String(threads) };
   if (simd) env.SWERL_SIMD = simd;
   else delete env.SWERL_SIMD;
+  // f32 values print exactly as JSON numbers and parse back to the same f32.
+  const input = JSON.stringify(cases.map((c) => ({ qkv: Array.from(c.qkv), dO: Array.from(c.dO) })));
   return JSON.parse(
-    execFileSync(process.execPath, ['--input-type=module', '-e', script], { env, maxBuffer: 1 << 26 }).toString(),
+    execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+      env,
+      input,
+      maxBuffer: 1 << 26,
+    }).toString(),
   ) as {
     simd: string;
     out: { o: number[]; dqkv: number[] }[];
@@ -127,13 +131,11 @@ describe('attention backward', () => {
   it.skipIf(!existsSync(dist))(
     'dq, dk, dv near float64 at every SIMD level; the same bits with 1 and 3 threads',
     () => {
-      const refs = CASES.map((c) => {
-        const { qkv, dO } = inputs(c);
-        return reference(c, qkv, dO);
-      });
+      const given = CASES.map(inputs);
+      const refs = CASES.map((c, i) => reference(c, given[i]?.qkv as Float32Array, given[i]?.dO as Float32Array));
       for (const level of ['scalar', 'avx2', undefined]) {
-        const one = run(level, 1);
-        const three = run(level, 3);
+        const one = run(level, 1, given);
+        const three = run(level, 3, given);
         expect(three.out, `${one.simd}: 3 threads against 1`).toEqual(one.out);
         CASES.forEach((c, i) => {
           const what = `${one.simd} T ${c.T} heads ${c.heads}/${c.kvHeads} hd ${c.hd}`;

@@ -8,8 +8,9 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import type { Evaluation } from '../../src/env/evaluate.js';
-import { type Engine, generateMiniSweTasks, isolationAvailable, runRollouts, type SweTask } from '../../src/index.js';
+import { generateMiniSweTasks, isolationAvailable, runRollouts, type SweTask } from '../../src/index.js';
 import { GradeMemo } from '../../src/rollout/grade-memo.js';
+import { scriptedSessions } from '../helpers/scripted-sessions.js';
 import { tinyPolicy } from '../helpers/tiny-policy.js';
 
 const graded = vi.hoisted(() => ({ patches: [] as string[] }));
@@ -62,7 +63,6 @@ describe('GradeMemo', () => {
     expect((await memo.evaluate(task, 'q', quick)).outcome).toBe('unresolved');
     expect((await memo.evaluate(other, 'p', quick)).outcome).toBe('unresolved');
     expect(runs).toBe(3);
-    expect(memo.counts).toEqual({ graded: 3, reused: 2 });
   });
 
   it("never shares a grader's failure: the waiting sample and later ones grade their own", async () => {
@@ -102,30 +102,12 @@ describe.skipIf(!canSandbox)('runRollouts', () => {
       `\`\`\`command\ngit apply <<'SWERL_EOF'\n${task.patch}SWERL_EOF\n\`\`\``,
       '```command\nsubmit\n```',
     ];
-    type S = ReturnType<Engine['openSession']>;
-    const scripted = (s: S, turn = { n: 0 }): S =>
-      new Proxy(s, {
-        get(target, key) {
-          if (key === 'fork') return () => scripted(target.fork(), { n: 0 });
-          if (key === 'generate')
-            return async (r: Parameters<S['generate']>[0] & { append: ArrayLike<number> }) => {
-              if (r.maxTokens === 0) return target.generate(r);
-              const out = [...tokenizer.encode(script[turn.n++] ?? 'submit', { specials: false }), imEnd];
-              await target.generate({ append: Int32Array.from([...Array.from(r.append), ...out]), maxTokens: 0 });
-              return {
-                tokens: Int32Array.from(out),
-                logprobs: new Float32Array(out.length),
-                finishReason: 'stop',
-                cachedTokens: 0,
-              };
-            };
-          const v = Reflect.get(target, key);
-          return typeof v === 'function' ? v.bind(target) : v;
-        },
-      });
     graded.patches.length = 0;
     const records = await runRollouts({
-      engine: { openSession: () => scripted(engine.openSession()) },
+      engine: scriptedSessions(engine, (turn) => [
+        ...tokenizer.encode(script[turn] ?? 'submit', { specials: false }),
+        imEnd,
+      ]),
       tokenizer,
       tasks: [task, twin],
       samplesPerTask: 4,
