@@ -60,7 +60,9 @@ void ThreadPool::drain() {
 
 void ThreadPool::workerLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
-  unsigned long seen = generation_;
+  // Runs start at generation 1: a worker that starts after the first run was published (the pool
+  // is used as soon as it is made) still takes part in it.
+  unsigned long seen = 0;
   for (;;) {
     wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
     if (stop_) return;
