@@ -19,7 +19,7 @@
 import { createHash } from 'node:crypto';
 import { invalidArgument, SwerlError } from '../../errors.js';
 import { mulberry32 } from '../../random.js';
-import { runAllTests } from '../evaluate.js';
+import { runNodeTests } from '../node-tests.js';
 import { LocalSandbox } from '../sandbox.js';
 import type { SweTask } from '../tasks.js';
 import { CATALOGUE, type ModuleTemplate, type Mutation } from './catalogue.js';
@@ -128,29 +128,15 @@ function repoFiles(modules: ModuleTemplate[], name: string): Record<string, stri
   return files;
 }
 
-async function evaluateRepro(files: Record<string, string>, m: ModuleTemplate, mut: Mutation): Promise<string> {
-  const sb = await LocalSandbox.create({ files, timeoutMs: 20_000 });
-  try {
-    const script = `import { ${m.exports.join(', ')} } from './${m.file}';\nconsole.log(JSON.stringify(${mut.repro}));\n`;
-    await sb.writeFile('.swerl-repro.mjs', script);
-    const r = await sb.exec('node .swerl-repro.mjs');
-    const lines = r.output.trim().split('\n');
-    return r.exitCode === 0
-      ? (lines.at(-1) ?? '')
-      : `an error: ${lines.find((l) => /Error/.test(l)) ?? lines.at(-1) ?? ''}`;
-  } finally {
-    await sb.close();
-  }
-}
-
-async function goldPatch(buggy: Record<string, string>, file: string, fixed: string): Promise<string> {
-  const sb = await LocalSandbox.create({ files: buggy });
-  try {
-    await sb.writeFile(file, fixed);
-    return await sb.diff();
-  } finally {
-    await sb.close();
-  }
+/**
+ * The output of the hand-written bug's reproduction on the module in `sb`'s tree: its last line,
+ * or the error it raised.
+ */
+async function evaluateRepro(sb: LocalSandbox, m: ModuleTemplate, mut: Mutation): Promise<string> {
+  const script = `import { ${m.exports.join(', ')} } from './${m.file}';\nconsole.log(JSON.stringify(${mut.repro}));\n`;
+  const r = await runScript(sb, script);
+  const lines = r.output.trim().split('\n');
+  return r.ok ? (lines.at(-1) ?? '') : `an error: ${lines.find((l) => /Error/.test(l)) ?? lines.at(-1) ?? ''}`;
 }
 
 function issueText(m: ModuleTemplate, mut: Mutation, actual: string): string {
@@ -205,16 +191,17 @@ function candidates(
   return out;
 }
 
-/** Runs a script at the repository root: its exit code and output. */
-async function runScript(files: Record<string, string>, script: string): Promise<{ ok: boolean; output: string }> {
-  const sb = await LocalSandbox.create({ files, timeoutMs: 20_000 });
-  try {
-    await sb.writeFile('.swerl-repro.mjs', script);
-    const r = await sb.exec('node .swerl-repro.mjs');
-    return { ok: r.exitCode === 0, output: r.output };
-  } finally {
-    await sb.close();
-  }
+/** Runs a script at the root of `sb`'s tree: its exit code and output. */
+async function runScript(sb: LocalSandbox, script: string): Promise<{ ok: boolean; output: string }> {
+  await sb.writeFile('.swerl-repro.mjs', script);
+  const r = await sb.exec('node .swerl-repro.mjs', { timeoutMs: 20_000 });
+  return { ok: r.exitCode === 0, output: r.output };
+}
+
+/** Every test of `sb`'s tree: test id → its result. */
+async function testResults(sb: LocalSandbox): Promise<Record<string, 'pass' | 'fail'>> {
+  const { seen } = await runNodeTests(sb, null);
+  return Object.fromEntries([...seen].map(([id, ok]) => [id, ok ? ('pass' as const) : ('fail' as const)]));
 }
 
 /** The error a failing check reports: its message, without node's source excerpt and stack. */
@@ -413,55 +400,71 @@ async function makeTask(
   if (m.source.split(find).length !== 2)
     throw new SwerlError(`catalogue: ${instanceId} does not occur exactly once`, 'INTERNAL');
   const buggy = { ...clean, [m.file]: m.source.replace(find, replace) };
-  // The clean repository's results depend only on its modules: run once per set.
-  const key = modules.map((mm) => `${mm.name}:${createHash('sha1').update(mm.source).digest('hex')}`).join(',');
-  let cleanRun = cleanRuns.get(key);
-  if (!cleanRun) {
-    cleanRun = runAllTests(clean);
-    cleanRuns.set(key, cleanRun);
-  }
-  const [before, after] = await Promise.all([cleanRun, runAllTests(buggy)]);
-  const ids = Object.keys(before);
-  const failToPass = ids.filter((id) => after[id] !== 'pass').sort();
-  const passToPass = ids.filter((id) => after[id] === 'pass').sort();
-  if (renamed && ids.some((id) => before[id] !== 'pass')) return null;
-  if (ids.length === 0 || ids.some((id) => before[id] !== 'pass'))
-    throw new SwerlError(`mini-SWE task ${instanceId}: the clean repository fails its tests`, 'INTERNAL');
-  let statement: string;
-  if (c.auto) {
-    if (failToPass.length === 0) return null;
-    const scripts = testScripts(m.tests);
-    const failing = failToPass.find((id) => id.startsWith(`${m.testFile}::`));
-    const testName = failing?.slice(m.testFile.length + 2);
-    const script = testName === undefined ? undefined : scripts.get(testName);
-    if (testName === undefined || script === undefined) return null;
-    const run = await runScript(buggy, script);
-    if (run.ok) return null;
-    // A slip must throw the ReferenceError that names it (not a later, unrelated failure).
-    if (c.auto.kind === 'misspelled-name') {
-      const slip = /^ReferenceError: (\S+) is not defined/m.exec(run.output)?.[1];
-      if (slip === undefined || !new RegExp(`\\b${slip}\\b`).test(c.auto.replace)) return null;
+  // One sandbox holds the buggy repository (committed) for every check: its tests, the clean
+  // module's tests, the reproduction, and the gold patch (the diff back to the clean module).
+  const sb = await LocalSandbox.create({ files: buggy, timeoutMs: 120_000, maxOutputBytes: 1 << 20 });
+  try {
+    const after = await testResults(sb);
+    // The clean repository's results depend only on its modules: run once per set.
+    const key = modules.map((mm) => `${mm.name}:${createHash('sha1').update(mm.source).digest('hex')}`).join(',');
+    let cleanRun = cleanRuns.get(key);
+    if (!cleanRun) {
+      cleanRun = (async () => {
+        await sb.writeFile(m.file, m.source);
+        try {
+          return await testResults(sb);
+        } finally {
+          await sb.writeFile(m.file, buggy[m.file] as string);
+        }
+      })();
+      cleanRuns.set(key, cleanRun);
     }
-    statement =
-      issue === 'error'
-        ? errorIssueText(errorReport(run.output))
-        : autoIssueText(m, testName, script, errorReport(run.output));
-  } else {
-    if (failToPass.length === 0)
-      throw new SwerlError(`mini-SWE task ${instanceId} failed validation: no test fails with the bug`, 'INTERNAL');
-    const actual = await evaluateRepro(buggy, m, c.x);
-    if (actual === c.x.expected)
-      throw new SwerlError(`mini-SWE task ${instanceId}: the reproduction does not show the bug`, 'INTERNAL');
-    statement = issueText(m, c.x, actual);
+    const before = await cleanRun;
+    const ids = Object.keys(before);
+    const failToPass = ids.filter((id) => after[id] !== 'pass').sort();
+    const passToPass = ids.filter((id) => after[id] === 'pass').sort();
+    if (renamed && ids.some((id) => before[id] !== 'pass')) return null;
+    if (ids.length === 0 || ids.some((id) => before[id] !== 'pass'))
+      throw new SwerlError(`mini-SWE task ${instanceId}: the clean repository fails its tests`, 'INTERNAL');
+    let statement: string;
+    if (c.auto) {
+      if (failToPass.length === 0) return null;
+      const scripts = testScripts(m.tests);
+      const failing = failToPass.find((id) => id.startsWith(`${m.testFile}::`));
+      const testName = failing?.slice(m.testFile.length + 2);
+      const script = testName === undefined ? undefined : scripts.get(testName);
+      if (testName === undefined || script === undefined) return null;
+      const run = await runScript(sb, script);
+      if (run.ok) return null;
+      // A slip must throw the ReferenceError that names it (not a later, unrelated failure).
+      if (c.auto.kind === 'misspelled-name') {
+        const slip = /^ReferenceError: (\S+) is not defined/m.exec(run.output)?.[1];
+        if (slip === undefined || !new RegExp(`\\b${slip}\\b`).test(c.auto.replace)) return null;
+      }
+      statement =
+        issue === 'error'
+          ? errorIssueText(errorReport(run.output))
+          : autoIssueText(m, testName, script, errorReport(run.output));
+    } else {
+      if (failToPass.length === 0)
+        throw new SwerlError(`mini-SWE task ${instanceId} failed validation: no test fails with the bug`, 'INTERNAL');
+      const actual = await evaluateRepro(sb, m, c.x);
+      if (actual === c.x.expected)
+        throw new SwerlError(`mini-SWE task ${instanceId}: the reproduction does not show the bug`, 'INTERNAL');
+      statement = issueText(m, c.x, actual);
+    }
+    await sb.writeFile(m.file, m.source);
+    return {
+      instance_id: instanceId,
+      repo: `mini-swe/${name}`,
+      problem_statement: statement,
+      patch: await sb.diff(), // swerl's own files (.swerl*) are not in it
+      test_patch: '',
+      FAIL_TO_PASS: failToPass,
+      PASS_TO_PASS: passToPass,
+      files: buggy,
+    };
+  } finally {
+    await sb.close();
   }
-  return {
-    instance_id: instanceId,
-    repo: `mini-swe/${name}`,
-    problem_statement: statement,
-    patch: await goldPatch(buggy, m.file, m.source),
-    test_patch: '',
-    FAIL_TO_PASS: failToPass,
-    PASS_TO_PASS: passToPass,
-    files: buggy,
-  };
 }
