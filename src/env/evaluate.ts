@@ -300,9 +300,14 @@ export async function runAllTests(
 ): Promise<Record<string, 'pass' | 'fail'>> {
   const sb = await LocalSandbox.create({ files, timeoutMs, maxOutputBytes: 1 << 20, repository: false });
   try {
-    const { seen } = await runNodeTests(sb, null);
-    return Object.fromEntries([...seen].map(([id, ok]) => [id, ok ? ('pass' as const) : ('fail' as const)]));
+    return await allTestResults(sb);
   } finally {
     await sb.close();
   }
+}
+
+/** Every node:test test of the tree in `sb` (no patch): test id → pass/fail. */
+export async function allTestResults(sb: Sandbox): Promise<Record<string, 'pass' | 'fail'>> {
+  const { seen } = await runNodeTests(sb, null);
+  return Object.fromEntries([...seen].map(([id, ok]) => [id, ok ? ('pass' as const) : ('fail' as const)]));
 }

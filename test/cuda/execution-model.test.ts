@@ -4,13 +4,10 @@
 // limits, opt-in shared memory, and what only the simulation reports (deadlocks, host pointers in
 // device copies). The same source runs on a GPU as swerl_cuda_selftest (scripts/device-check.sh).
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { cmakeSelftest } from '../helpers/selftest.js';
 
-const selftest = resolve('build/cmake/selftest/swerl_cudasim_selftest');
-const built = existsSync(selftest);
-if (!built) console.warn(`CUDA simulation checks skipped: ${selftest} is not built (npm run build:native with CMake)`);
+const { path: selftest, built } = cmakeSelftest('swerl_cudasim_selftest', 'CUDA simulation checks');
 
 describe.skipIf(!built)('the CUDA simulation runs CUDA execution-model checks', () => {
   it('passes every check, with the source nvcc compiles', () => {

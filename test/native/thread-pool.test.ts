@@ -4,13 +4,10 @@
 // tasks; teardown; every worker wakes for a run. A lost wake-up shows as a hang, caught by the
 // timeout.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { cmakeSelftest } from '../helpers/selftest.js';
 
-const selftest = resolve('build/cmake/selftest/swerl_pool_selftest');
-const built = existsSync(selftest);
-if (!built) console.warn(`thread pool checks skipped: ${selftest} is not built (npm run build:native with CMake)`);
+const { path: selftest, built } = cmakeSelftest('swerl_pool_selftest', 'thread pool checks');
 
 describe.skipIf(!built)('the kernel thread pool', () => {
   it('runs every task once, wakes every worker, passes exceptions on, serialises callers', () => {

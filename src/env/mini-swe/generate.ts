@@ -19,7 +19,7 @@
 import { createHash } from 'node:crypto';
 import { invalidArgument, SwerlError } from '../../errors.js';
 import { mulberry32 } from '../../random.js';
-import { runNodeTests } from '../node-tests.js';
+import { allTestResults } from '../evaluate.js';
 import { LocalSandbox } from '../sandbox.js';
 import type { SweTask } from '../tasks.js';
 import { CATALOGUE, type ModuleTemplate, type Mutation } from './catalogue.js';
@@ -196,12 +196,6 @@ async function runScript(sb: LocalSandbox, script: string): Promise<{ ok: boolea
   await sb.writeFile('.swerl-repro.mjs', script);
   const r = await sb.exec('node .swerl-repro.mjs', { timeoutMs: 20_000 });
   return { ok: r.exitCode === 0, output: r.output };
-}
-
-/** Every test of `sb`'s tree: test id → its result. */
-async function testResults(sb: LocalSandbox): Promise<Record<string, 'pass' | 'fail'>> {
-  const { seen } = await runNodeTests(sb, null);
-  return Object.fromEntries([...seen].map(([id, ok]) => [id, ok ? ('pass' as const) : ('fail' as const)]));
 }
 
 /** The error a failing check reports: its message, without node's source excerpt and stack. */
@@ -404,7 +398,7 @@ async function makeTask(
   // module's tests, the reproduction, and the gold patch (the diff back to the clean module).
   const sb = await LocalSandbox.create({ files: buggy, timeoutMs: 120_000, maxOutputBytes: 1 << 20 });
   try {
-    const after = await testResults(sb);
+    const after = await allTestResults(sb);
     // The clean repository's results depend only on its modules: run once per set.
     const key = modules.map((mm) => `${mm.name}:${createHash('sha1').update(mm.source).digest('hex')}`).join(',');
     let cleanRun = cleanRuns.get(key);
@@ -412,7 +406,7 @@ async function makeTask(
       cleanRun = (async () => {
         await sb.writeFile(m.file, m.source);
         try {
-          return await testResults(sb);
+          return await allTestResults(sb);
         } finally {
           await sb.writeFile(m.file, buggy[m.file] as string);
         }
