@@ -6,7 +6,7 @@
 // Usage: node scripts/compare-runs.mjs RUN_A RUN_B   (exit code 1 when anything differs)
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { readRollouts } from '../dist/index.js';
+import { readRollouts, recordDivergence } from '../dist/index.js';
 
 const [a, b] = process.argv.slice(2);
 if (!a || !b) {
@@ -41,13 +41,6 @@ else {
   console.log(`  a: ${ea[at] ?? '(none)'}\n  b: ${eb[at] ?? '(none)'}`);
 }
 
-const same = (x, y) =>
-  y !== undefined &&
-  x.reward === y.reward &&
-  x.tokens.length === y.tokens.length &&
-  x.tokens.every((t, k) => t === y.tokens[k]) &&
-  x.logprobs.every((p, k) => Object.is(p, y.logprobs[k]));
-
 const phases = new Set([...readdirSync(join(a, 'rollouts')), ...readdirSync(join(b, 'rollouts'))]);
 for (const f of [...phases].filter((p) => p.endsWith('.msgpack')).sort()) {
   const load = (dir) => readRollouts(join(dir, 'rollouts', f)).catch(() => null);
@@ -57,21 +50,26 @@ for (const f of [...phases].filter((p) => p.endsWith('.msgpack')).sort()) {
     console.log(`${f}: missing in ${ra ? 'b' : 'a'}`);
     continue;
   }
-  const bad = ra.findIndex((x, i) => !same(x, rb[i]));
-  const matched = ra.filter((x, i) => same(x, rb[i])).length;
+  const parts = ra.map((x, i) => (rb[i] ? recordDivergence(x, rb[i]) : { kind: 'missing', at: 0 }));
+  const matched = parts.filter((d) => d.kind === 'identical').length;
   console.log(
     `${f}: ${matched}/${ra.length} records identical${ra.length === rb.length ? '' : ` (b has ${rb.length})`}`,
   );
+  const bad = parts.findIndex((d) => d.kind !== 'identical');
   if (bad < 0 && ra.length === rb.length) continue;
   differs = true;
   if (bad < 0) continue;
   const x = ra[bad];
-  const y = rb[bad];
-  let k = 0;
-  while (y && k < Math.min(x.tokens.length, y.tokens.length) && x.tokens[k] === y.tokens[k]) k++;
-  const where = k < x.tokens.length ? (x.assistantMask[k] ? 'a generated token' : 'an observation token') : 'the end';
+  const { kind, at } = parts[bad];
+  const where = {
+    observation: 'an observation token (the environment answered differently)',
+    generated: 'a generated token (the engine sampled differently)',
+    logprobs: "a generated token's logprob",
+    reward: 'the reward (the tokens are the same)',
+    missing: 'a record missing in b',
+  }[kind];
   console.log(
-    `  first: record ${bad} (${x.instance_id} #${x.sample}), tokens part at ${k} of ${x.tokens.length}: ${where}`,
+    `  first: record ${bad} (${x.instance_id} #${x.sample}), parts at token ${at} of ${x.tokens.length}: ${where}`,
   );
 }
 process.exit(differs ? 1 : 0);

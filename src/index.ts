@@ -137,6 +137,7 @@ export {
   type RolloutRecord,
   type RolloutTurn,
   readRollouts,
+  recordDivergence,
   writeRollouts,
 } from './rollout/record.js';
 export { type RolloutOptions, runRollouts } from './rollout/rollouts.js';

@@ -81,3 +81,31 @@ export async function readRollouts(path: string): Promise<RolloutRecord[]> {
   });
   return out;
 }
+
+/**
+ * Where two records of the same episode (same task, sample and seed, e.g. from two runs) part:
+ * - 'identical': the same tokens, logprobs (bit for bit) and reward;
+ * - 'observation': the first differing token is one the policy did not generate: the environment
+ *   answered differently (processes of one command racing to write, for example), and the
+ *   episodes may go their own ways from there;
+ * - 'generated': the first differing token is a generated one, after the same context: the engine
+ *   sampled differently;
+ * - 'logprobs': the same tokens up to `at`, but the engine's logprob of generated token `at`
+ *   differs;
+ * - 'reward': the same tokens and logprobs, another reward.
+ * `at` is the token index (the shorter record's length where one is a prefix of the other).
+ */
+export function recordDivergence(
+  a: RolloutRecord,
+  b: RolloutRecord,
+): { kind: 'identical' | 'observation' | 'generated' | 'logprobs' | 'reward'; at: number } {
+  const n = Math.min(a.tokens.length, b.tokens.length);
+  let k = 0;
+  while (k < n && a.tokens[k] === b.tokens[k]) k++;
+  for (let j = 0; j < k; j++) if (!Object.is(a.logprobs[j], b.logprobs[j])) return { kind: 'logprobs', at: j };
+  if (k === a.tokens.length && k === b.tokens.length)
+    return Object.is(a.reward, b.reward) ? { kind: 'identical', at: k } : { kind: 'reward', at: k };
+  // Past the end of one record, the other's next token tells who made the difference.
+  const generated = (r: RolloutRecord) => k < r.tokens.length && r.assistantMask[k] === 1;
+  return { kind: generated(a) || generated(b) ? 'generated' : 'observation', at: k };
+}
