@@ -113,8 +113,8 @@ function runSeed(seed) {
   });
 }
 
-/** Where a run's time went, from its metrics events (seconds). */
-function timeBreakdown(dir, wallSeconds) {
+/** A run's metrics events. */
+function metricsOf(dir) {
   // A line cut short (a run killed mid-write, or two processes that once shared a folder) is
   // skipped and counted, not fatal: the table does not depend on it.
   let unreadable = 0;
@@ -129,8 +129,32 @@ function timeBreakdown(dir, wallSeconds) {
         return [];
       }
     });
-  if (unreadable > 0)
-    console.log(`note: ${dir}/metrics.jsonl: ${unreadable} unreadable line(s) skipped in the time breakdown`);
+  if (unreadable > 0) console.log(`note: ${dir}/metrics.jsonl: ${unreadable} unreadable line(s) skipped`);
+  return events;
+}
+
+/**
+ * What the warm start left for RL: the mean training loss of the warm start's last epoch, the
+ * base's format errors per episode and share of submitted episodes on the test split, and the
+ * number of trajectories RFT kept. The earlier studies found that the base decides the run.
+ */
+function warmStartOutcome(events) {
+  const steps = events.filter((e) => e.stage === 'warmstart' && e.event === 'step');
+  const lastEpoch = steps.at(-1)?.epoch;
+  const last = steps.filter((e) => e.epoch === lastEpoch);
+  const base = events.find((e) => e.stage === 'base' && e.event === 'eval');
+  const rft = events.find((e) => e.stage === 'rft' && e.event === 'rollouts');
+  const round = (x, d) => (typeof x === 'number' ? Number(x.toFixed(d)) : null);
+  return {
+    warmStartLastEpochLoss: last.length ? round(last.reduce((a, e) => a + e.loss, 0) / last.length, 4) : null,
+    baseFormatErrorsPerEpisode: round(base?.formatErrors, 2),
+    baseSubmitted: round(base?.submitted, 3),
+    rftKept: rft?.kept ?? null,
+  };
+}
+
+/** Where a run's time went, from its metrics events (seconds). */
+function timeBreakdown(events, wallSeconds) {
   const parts = {
     setup: 0,
     copyPretraining: 0,
@@ -180,11 +204,13 @@ const perRun = [
   ...included,
   ...seeds.map((seed) => {
     const run = summaries.get(seed);
+    const events = metricsOf(join(out, `seed-${seed}`));
     return {
       seed,
       stages: run.stages,
       wallSeconds: Math.round(run.wallSeconds),
-      time: timeBreakdown(join(out, `seed-${seed}`), run.wallSeconds),
+      time: timeBreakdown(events, run.wallSeconds),
+      warmStart: warmStartOutcome(events),
       provenance: run.provenance,
     };
   }),
@@ -192,7 +218,17 @@ const perRun = [
 const table = seedTable(perRun);
 writeFileSync(join(out, 'seeds.json'), `${JSON.stringify({ config: base, table, runs: perRun }, null, 2)}\n`);
 const commits = perRun.map((r) => `seed ${r.seed}: ${r.provenance?.commit?.slice(0, 7) ?? 'unknown'}`);
-const md = `${seedTableMarkdown(table)}\nCommits: ${commits.join(', ')}.\n`;
+const outcomes = perRun
+  .filter((r) => r.warmStart)
+  .map((r) => {
+    const w = r.warmStart;
+    return `| ${r.seed} | ${w.warmStartLastEpochLoss ?? '—'} | ${w.baseFormatErrorsPerEpisode ?? '—'} | ${w.baseSubmitted ?? '—'} | ${w.rftKept ?? '—'} |`;
+  });
+const outcomeTable =
+  outcomes.length > 0
+    ? `\n| seed | warm-start loss (last epoch) | base format errors / episode | base submitted | RFT kept |\n|---|---|---|---|---|\n${outcomes.join('\n')}\n`
+    : '';
+const md = `${seedTableMarkdown(table)}${outcomeTable}\nCommits: ${commits.join(', ')}.\n`;
 writeFileSync(join(out, 'seeds.md'), md);
 console.log(`\n${md}`);
 if (table.goal) console.log(`goal: ${JSON.stringify(table.goal)}`);
