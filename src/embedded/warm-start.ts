@@ -6,6 +6,7 @@
  * pretraining and instruction tuning; runPipeline calls this only for the embedded default.
  */
 
+import type { Trajectory } from '../agent/episode.js';
 import { catalogueModules } from '../env/mini-swe/generate.js';
 import { NAME_POOL } from '../env/mini-swe/mutate.js';
 import type { SweTask } from '../env/tasks.js';
@@ -36,6 +37,21 @@ export async function embeddedWarmStart(
   say(`expert demonstrations: ${c.warmStart.demos}`);
   const demoTasks = Array.from({ length: c.warmStart.demos }, (_, i) => demoPool[i % demoPool.length] as SweTask);
   const demos = await expertDemos(demoTasks, c, hooks);
+  return warmStartOn(c, demoPool, demos, hooks, say);
+}
+
+/**
+ * The warm start on demonstrations already recorded (`demos`, as expertDemos gives them for
+ * `demoPool`): the tokenizer, the model, copy pretraining and the SFT epochs. embeddedWarmStart
+ * records the demonstrations and calls it; a study of warm-start settings records them once.
+ */
+export async function warmStartOn(
+  c: PipelineConfig,
+  demoPool: SweTask[],
+  demos: Trajectory[],
+  hooks: StageHooks,
+  say: (line: string) => void = () => {},
+): Promise<{ model: Model; tokenizer: Tokenizer }> {
   const tokenizer = Tokenizer.train(tokenizerCorpus(c, demoPool, demos), {
     vocabSize: c.tokenizer.vocabSize,
     split: c.tokenizer.split,

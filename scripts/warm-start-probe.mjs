@@ -1,0 +1,190 @@
+#!/usr/bin/env node
+// The warm-start probe: what the embedded default's warm start leaves for RL, per seed, under
+// config overrides, without reading the test split. For each seed it records the expert's
+// demonstrations once (cached in OUT/demos-seed-N.json, so that every variant of a seed trains on
+// the same data), then the tokenizer, model, copy pretraining and warm start of
+// `resolveConfig(overrides + seed)`, and measures:
+//   - the warm start's last-epoch training loss;
+//   - the model's loss on the names of the fix (the slip the error reports and the right name,
+//     wherever the expert writes them) and on every other trained token, over the demonstrations
+//     with names drawn afresh (a stream the warm start never drew): whether it learned to read the
+//     name, the skill the default's tasks test;
+//   - Pass@1 and Pass@k, format errors and submissions of that base on the validation split (its
+//     own bug sites; never the test split), `--validation` tasks, `--k` samples each.
+// One JSON line per (seed, variant) goes to OUT/probe.jsonl.
+//
+//   npm run build:ts && node scripts/warm-start-probe.mjs --seeds 401,402 [--set '{"warmStart":{"epochs":40}}']
+//        [--name epochs40] [--out runs/warm-start-probe] [--validation 24] [--k 4]
+// With --checkpoint DIR (one seed: the run's), the measures are taken on that checkpoint (a run's
+// `checkpoints/base`) instead of a new warm start; the warm-start loss is then left out.
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { demoSample, expertDemos } from '../dist/embedded/demonstrations.js';
+import { slipPair, withFreshNames } from '../dist/embedded/fresh-names.js';
+import { warmStartOn } from '../dist/embedded/warm-start.js';
+import { NAME_POOL } from '../dist/env/mini-swe/mutate.js';
+import { Engine, generateMiniSweTasks, Model, Tokenizer } from '../dist/index.js';
+import { resolveConfig } from '../dist/pipeline/config.js';
+import { episodeStats, evaluate } from '../dist/pipeline/stages.js';
+import { mulberry32 } from '../dist/random.js';
+
+const { values } = parseArgs({
+  options: {
+    seeds: { type: 'string' },
+    set: { type: 'string', default: '{}' },
+    name: { type: 'string', default: 'default' },
+    out: { type: 'string', default: 'runs/warm-start-probe' },
+    validation: { type: 'string', default: '24' },
+    k: { type: 'string', default: '4' },
+    checkpoint: { type: 'string' },
+  },
+});
+if (!values.seeds || (values.checkpoint && values.seeds.includes(','))) {
+  console.error(
+    'usage: node scripts/warm-start-probe.mjs --seeds 401,402 [--set JSON] [--name NAME] [--out DIR] [--validation 24] [--k 4]',
+  );
+  process.exit(2);
+}
+const out = resolve(values.out);
+mkdirSync(out, { recursive: true });
+const overrides = JSON.parse(values.set);
+
+const generate = (c, split, count, seed) =>
+  generateMiniSweTasks({
+    count,
+    seed,
+    difficulty: c.miniSwe.difficulty,
+    split,
+    kinds: c.miniSwe.kinds ?? undefined,
+    renameLocals: c.miniSwe.renameLocals,
+    issue: c.miniSwe.issue,
+    catalogue: c.miniSwe.catalogue,
+    distinctSites: c.miniSwe.distinctSites,
+  });
+
+/** The demonstration pool and its recorded demonstrations for a seed, recorded once. */
+async function demosFor(c) {
+  const path = join(out, `demos-seed-${c.seed}.json`);
+  const key = JSON.stringify({ miniSwe: c.miniSwe, ...c.warmStart, epochs: 0, lr: 0, copySteps: 0, optimizer: 0 });
+  if (existsSync(path)) {
+    const cached = JSON.parse(readFileSync(path, 'utf8'));
+    if (cached.key === key) return cached;
+    console.error(`${path} holds demonstrations of other task or demonstration settings: use another --out`);
+    process.exit(2);
+  }
+  const train = await generate(c, 'train', c.miniSwe.trainTasks, c.seed);
+  const pool = c.warmStart.demoTasks > 0 ? train.slice(0, c.warmStart.demoTasks) : train;
+  const tasks = Array.from({ length: c.warmStart.demos }, (_, i) => pool[i % pool.length]);
+  const demos = await expertDemos(tasks, c, {
+    log: () => {},
+    progress: (_, n, total) => n % 16 === 0 && console.log(`seed ${c.seed}: demonstrations ${n}/${total}`),
+  });
+  // Atomically: a probe of another variant may read the cache while this one writes it.
+  writeFileSync(`${path}.${process.pid}`, JSON.stringify({ key, pool, demos }));
+  renameSync(`${path}.${process.pid}`, path);
+  return { key, pool, demos };
+}
+
+/**
+ * Mean loss on the fix's names and on the other trained tokens of `demos` (names drawn by `rng`).
+ * A token counts as a name's when its characters overlap a whole-word occurrence of the slip or
+ * the right name inside an assistant message.
+ */
+async function nameLoss(model, tokenizer, demos, rng) {
+  const acc = { name: [0, 0], other: [0, 0] };
+  for (const d0 of demos) {
+    const d = withFreshNames(d0, NAME_POOL, rng);
+    const pair = slipPair(d.patch);
+    const s = demoSample(d, tokenizer);
+    const T = s.tokens.length;
+    const mask = new Float32Array(T - 1);
+    for (let t = 0; t < T - 1; t++) mask[t] = s.lossMask[t + 1];
+    const { logprobs } = await model.sftBackward({
+      tokens: s.tokens.subarray(0, T - 1),
+      targets: s.tokens.subarray(1),
+      mask,
+    });
+    model.zeroGrad();
+    // Character offsets of each token in the decoded conversation (names are ASCII).
+    const pieces = Array.from(s.tokens, (t) => tokenizer.decode([t]));
+    const starts = [];
+    let at = 0;
+    for (const p of pieces) {
+      starts.push(at);
+      at += p.length;
+    }
+    const text = pieces.join('');
+    const inName = new Uint8Array(text.length);
+    if (pair) {
+      const re = new RegExp(`\\b(${pair.slip}|${pair.right})\\b`, 'g');
+      for (const m of text.matchAll(re)) inName.fill(1, m.index, m.index + m[0].length);
+    }
+    for (let t = 0; t < T - 1; t++) {
+      if (!mask[t]) continue;
+      const tok = t + 1; // the target token
+      const name = inName.subarray(starts[tok], starts[tok] + pieces[tok].length).some((x) => x === 1);
+      const a = name ? acc.name : acc.other;
+      a[0] -= logprobs[t];
+      a[1]++;
+    }
+  }
+  return { nameLoss: acc.name[0] / Math.max(1, acc.name[1]), otherLoss: acc.other[0] / Math.max(1, acc.other[1]) };
+}
+
+const round = (x, d = 4) => Number(x.toFixed(d));
+for (const seed of values.seeds.split(',').map(Number)) {
+  const c = resolveConfig({ ...overrides, seed }, 'default');
+  const t0 = performance.now();
+  const { pool, demos } = await demosFor(c);
+  const steps = [];
+  const hooks = {
+    log: (e) => e.stage === 'warmstart' && e.event === 'step' && steps.push(e),
+    progress: (what, n, total) => n % 100 === 0 && console.log(`seed ${seed} ${values.name}: ${what} ${n}/${total}`),
+  };
+  const tw = performance.now();
+  const { model, tokenizer } = values.checkpoint
+    ? { model: await Model.load(values.checkpoint), tokenizer: await Tokenizer.load(values.checkpoint) }
+    : await warmStartOn(c, pool, demos, hooks, (l) => console.log(`seed ${seed}: ${l}`));
+  const warmSeconds = (performance.now() - tw) / 1000;
+  const lastEpoch = steps.at(-1)?.epoch;
+  const last = steps.filter((e) => e.epoch === lastEpoch);
+  const names = await nameLoss(model, tokenizer, demos, mulberry32(seed * 7717 + 99));
+  const engine = new Engine({
+    model,
+    kvBlocks: c.engine.kvBlocks,
+    maxBatchTokens: c.engine.maxBatchTokens,
+    blockSize: 16,
+  });
+  const k = Number(values.k);
+  const vtasks = await generate(c, 'validation', Number(values.validation), c.seed + 2);
+  const ev = await evaluate({ model, tokenizer, engine }, vtasks, c, 'probe', hooks, {
+    iteration: 0,
+    k,
+    phase: 'probe-base',
+  });
+  const stats = episodeStats(ev.records);
+  const row = {
+    seed,
+    variant: values.name,
+    overrides,
+    checkpoint: values.checkpoint ?? null,
+    warmStartLastEpochLoss: last.length ? round(last.reduce((a, e) => a + e.loss, 0) / last.length) : null,
+    nameLoss: round(names.nameLoss),
+    otherLoss: round(names.otherLoss),
+    validation: {
+      tasks: vtasks.length,
+      k,
+      pass1: round(ev.pass1),
+      passK: round(ev.passK),
+      formatErrors: round(stats.formatErrors, 2),
+      submitted: round(stats.submitted, 3),
+    },
+    warmStartSeconds: Math.round(warmSeconds),
+    seconds: Math.round((performance.now() - t0) / 1000),
+  };
+  console.log(JSON.stringify(row));
+  appendFileSync(join(out, 'probe.jsonl'), `${JSON.stringify(row)}\n`);
+  engine.close?.();
+}
+process.exit(0);
