@@ -42,7 +42,8 @@ const { values } = parseArgs({
 });
 if (!values.seeds || (values.checkpoint && values.seeds.includes(','))) {
   console.error(
-    'usage: node scripts/warm-start-probe.mjs --seeds 401,402 [--set JSON] [--name NAME] [--out DIR] [--validation 24] [--k 4]',
+    'usage: node scripts/warm-start-probe.mjs --seeds 401,402 [--set JSON] [--name NAME] [--out DIR] [--validation 24] [--k 4]\n' +
+      '       node scripts/warm-start-probe.mjs --seeds N --checkpoint RUN/checkpoints/base [...]  (a run of seed N)',
   );
   process.exit(2);
 }
@@ -157,13 +158,18 @@ for (const seed of values.seeds.split(',').map(Number)) {
     blockSize: 16,
   });
   const k = Number(values.k);
-  const vtasks = await generate(c, 'validation', Number(values.validation), c.seed + 2);
-  const ev = await evaluate({ model, tokenizer, engine }, vtasks, c, 'probe', hooks, {
-    iteration: 0,
-    k,
-    phase: 'probe-base',
-  });
-  const stats = episodeStats(ev.records);
+  // --validation 0: the name losses alone.
+  const nv = Number(values.validation);
+  const vtasks = nv > 0 ? await generate(c, 'validation', nv, c.seed + 2) : [];
+  const ev =
+    nv > 0
+      ? await evaluate({ model, tokenizer, engine }, vtasks, c, 'probe', hooks, {
+          iteration: 0,
+          k,
+          phase: 'probe-base',
+        })
+      : null;
+  const stats = ev ? episodeStats(ev.records) : null;
   const row = {
     seed,
     variant: values.name,
@@ -172,7 +178,7 @@ for (const seed of values.seeds.split(',').map(Number)) {
     warmStartLastEpochLoss: last.length ? round(last.reduce((a, e) => a + e.loss, 0) / last.length) : null,
     nameLoss: round(names.nameLoss),
     otherLoss: round(names.otherLoss),
-    validation: {
+    validation: ev && {
       tasks: vtasks.length,
       k,
       pass1: round(ev.pass1),
