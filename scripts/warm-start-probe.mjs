@@ -24,8 +24,9 @@ import { demoSample, expertDemos } from '../dist/embedded/demonstrations.js';
 import { slipPair, withFreshNames } from '../dist/embedded/fresh-names.js';
 import { warmStartOn } from '../dist/embedded/warm-start.js';
 import { NAME_POOL } from '../dist/env/mini-swe/mutate.js';
-import { Engine, generateMiniSweTasks, Model, Tokenizer } from '../dist/index.js';
+import { Engine, Model, Tokenizer } from '../dist/index.js';
 import { resolveConfig } from '../dist/pipeline/config.js';
+import { generateSplit } from '../dist/pipeline/run.js';
 import { episodeStats, evaluate } from '../dist/pipeline/stages.js';
 import { mulberry32 } from '../dist/random.js';
 
@@ -51,19 +52,6 @@ const out = resolve(values.out);
 mkdirSync(out, { recursive: true });
 const overrides = JSON.parse(values.set);
 
-const generate = (c, split, count, seed) =>
-  generateMiniSweTasks({
-    count,
-    seed,
-    difficulty: c.miniSwe.difficulty,
-    split,
-    kinds: c.miniSwe.kinds ?? undefined,
-    renameLocals: c.miniSwe.renameLocals,
-    issue: c.miniSwe.issue,
-    catalogue: c.miniSwe.catalogue,
-    distinctSites: c.miniSwe.distinctSites,
-  });
-
 /** The demonstration pool and its recorded demonstrations for a seed, recorded once. */
 async function demosFor(c) {
   const path = join(out, `demos-seed-${c.seed}.json`);
@@ -74,7 +62,7 @@ async function demosFor(c) {
     console.error(`${path} holds demonstrations of other task or demonstration settings: use another --out`);
     process.exit(2);
   }
-  const train = await generate(c, 'train', c.miniSwe.trainTasks, c.seed);
+  const train = await generateSplit(c, 'train', c.miniSwe.trainTasks, c.seed);
   const pool = c.warmStart.demoTasks > 0 ? train.slice(0, c.warmStart.demoTasks) : train;
   const tasks = Array.from({ length: c.warmStart.demos }, (_, i) => pool[i % pool.length]);
   const demos = await expertDemos(tasks, c, {
@@ -160,7 +148,7 @@ for (const seed of values.seeds.split(',').map(Number)) {
   const k = Number(values.k);
   // --validation 0: the name losses alone.
   const nv = Number(values.validation);
-  const vtasks = nv > 0 ? await generate(c, 'validation', nv, c.seed + 2) : [];
+  const vtasks = nv > 0 ? await generateSplit(c, 'validation', nv, c.seed + 2) : [];
   const ev =
     nv > 0
       ? await evaluate({ model, tokenizer, engine }, vtasks, c, 'probe', hooks, {

@@ -152,6 +152,26 @@ interface LaterSplit {
   tasks: Promise<SweTask[]>;
 }
 
+/** `count` generated mini-SWE tasks of `split`, drawn with `seed`, as the config's miniSwe section sets them. */
+export function generateSplit(
+  c: PipelineConfig,
+  split: 'train' | 'validation' | 'test',
+  count: number,
+  seed: number,
+): Promise<SweTask[]> {
+  return generateMiniSweTasks({
+    count,
+    seed,
+    difficulty: c.miniSwe.difficulty,
+    split,
+    kinds: c.miniSwe.kinds ?? undefined,
+    renameLocals: c.miniSwe.renameLocals,
+    issue: c.miniSwe.issue,
+    catalogue: c.miniSwe.catalogue,
+    distinctSites: c.miniSwe.distinctSites,
+  });
+}
+
 /**
  * The training tasks, the held-out (test) ones and the validation ones: their counts, and
  * promises of them. The test split is evaluated only at eval-base, eval-rft and eval-dapo; DAPO's
@@ -181,17 +201,7 @@ export async function tasksFor(
     };
   }
   const generate = (split: 'train' | 'validation' | 'test', count: number, seed: number) =>
-    generateMiniSweTasks({
-      count,
-      seed,
-      difficulty: c.miniSwe.difficulty,
-      split,
-      kinds: c.miniSwe.kinds ?? undefined,
-      renameLocals: c.miniSwe.renameLocals,
-      issue: c.miniSwe.issue,
-      catalogue: c.miniSwe.catalogue,
-      distinctSites: c.miniSwe.distinctSites,
-    });
+    generateSplit(c, split, count, seed);
   // Generated suites pass the same checks as a tasks file (loadTasks runs them on a file's rows).
   const later = (split: 'validation' | 'test', count: number, seed: number): LaterSplit => {
     const tasks =
