@@ -3,7 +3,7 @@
  * slip the error reports and the name it should be) swapped for another pair from the generator's
  * name pool, consistently through the issue, the observations and the expert's commands.
  *
- * Why: the embedded model learns from a few dozen demonstrations, and 30 epochs over them teach it
+ * Why: the embedded model learns from a few dozen demonstrations, and 40 epochs over them teach it
  * the demonstrated slips by heart; on a held-out task it greps a name it remembers instead of the
  * one in the error. A fresh pair per epoch leaves nothing to remember, so the only way to fit the
  * data is to copy the name from the issue, as a pretrained model would.
