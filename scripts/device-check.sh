@@ -9,7 +9,7 @@
 # 3. runs the CUDA test files (test/cuda/) against the GPU build: every kernel against the CPU
 #    kernel on the same inputs;
 # 4. runs the GPU benchmarks (node bench/run.mjs --suite cuda).
-# It writes RESULTS_DIR/{nvidia-smi,build,execution-model,cuda-tests,bench}.txt and
+# It writes RESULTS_DIR/{env,nvidia-smi,build,execution-model,cuda-tests,bench}.txt and
 # bench-cuda.json, prints a summary, and exits non-zero if a step failed. It is sized to finish in
 # under 8 minutes on an H200.
 #
@@ -58,10 +58,39 @@ fi
 [ -d dist ] || { [ -f .device/dist.tar.xz ] && tar -xJf .device/dist.tar.xz; }
 command -v node >/dev/null || { echo "no node on PATH and no .device/node.tar.xz: run scripts/device-check.sh --pack"; exit 2; }
 
-step build 300 env SWERL_VERBOSE_BUILD=1 npm run build:native -- --CDCMAKE_CUDA_ARCHITECTURES=90
-step execution-model 60 build/cmake/selftest/swerl_cuda_selftest
+# The tools' versions, and cuBLAS: the fused losses open libcublas.so.13 at run time; where the
+# loader's path lacks it, the first copy on the machine (the CUDA toolkit's or a Python wheel's).
+{
+  echo "node $(node --version)"
+  nvcc --version | tail -2
+  cmake --version | head -1
+  g++ --version | head -1
+  if [ -z "${SWERL_CUBLAS_PATH:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcublas\.so\.13'; then
+    cublas=$(find /usr/local /usr/lib /opt -name 'libcublas.so.13*' 2>/dev/null | head -1)
+    [ -n "$cublas" ] && export SWERL_CUBLAS_PATH=$cublas
+  fi
+  echo "cuBLAS: ${SWERL_CUBLAS_PATH:-libcublas.so.13 on the loader path}"
+} >"$out/env.txt" 2>&1
+cat "$out/env.txt"
+
+# node and the package's scripts directly, not npm or npx: a GPU machine may have node alone.
+build_native() { # the build's own log after its summary, so that a failure shows its cause
+  SWERL_VERBOSE_BUILD=1 node scripts/build-native.mjs --CDCMAKE_CUDA_ARCHITECTURES=90
+  local rc=$?
+  tail -200 build/native-build.log 2>/dev/null
+  return $rc
+}
+export -f build_native
+step build 300 bash -c build_native
+gpu_selftest() { # fails where the addon sees no GPU: the tests would then skip, not fail
+  SWERL_NATIVE_PATH=build/cmake/Release/swerl.node node -e \
+    "import('./dist/index.js').then((m) => { const i = m.nativeInfo(); console.log(JSON.stringify(i)); process.exit(i.cudaDevices > 0 ? 0 : 1); })" &&
+    build/cmake/selftest/swerl_cuda_selftest
+}
+export -f gpu_selftest
+step execution-model 60 bash -c gpu_selftest
 step cuda-tests 240 env SWERL_CUDA_TESTS_ADDON=build/cmake/Release/swerl.node \
-  npx vitest run --project cuda --reporter=verbose
+  node node_modules/vitest/vitest.mjs run --project cuda --reporter=verbose
 step bench 120 node bench/run.mjs --suite cuda --out "$out/bench-cuda.json"
 
 grep -E "^(ok|not ok)" "$out/execution-model.txt" | sed 's/^/  /' | head -40

@@ -218,9 +218,21 @@ void checkIndicesAndAtomics() {
 void checkLimits() {
   int* out = deviceArray<int>(2048);
   SWERL_LAUNCH(countAtomic, 1, 1025, 0, out);
-  check("a block of 1025 threads is refused", cudaGetLastError() == cudaErrorInvalidConfiguration);
+  const cudaError_t tooMany = cudaGetLastError();
+  check("a block of 1025 threads is refused", tooMany == cudaErrorInvalidValue,
+        std::to_string(static_cast<int>(tooMany)) + " " + cudaGetErrorString(tooMany));
   SWERL_LAUNCH(countAtomic, 1, dim3(1, 1, 65), 0, out);
-  check("a block's z above 64 is refused", cudaGetLastError() == cudaErrorInvalidConfiguration);
+  const cudaError_t tooDeep = cudaGetLastError();
+  check("a block's z above 64 is refused", tooDeep == cudaErrorInvalidValue,
+        std::to_string(static_cast<int>(tooDeep)) + " " + cudaGetErrorString(tooDeep));
+  SWERL_LAUNCH(countAtomic, dim3(0), 32, 0, out);
+  const cudaError_t noBlocks = cudaGetLastError();
+  check("an empty grid is refused", noBlocks == cudaErrorInvalidValue,
+        std::to_string(static_cast<int>(noBlocks)) + " " + cudaGetErrorString(noBlocks));
+  SWERL_LAUNCH(countAtomic, dim3(1, 65536), 1, 0, out);
+  const cudaError_t tallGrid = cudaGetLastError();
+  check("a grid's y above 65535 is refused", tallGrid == cudaErrorInvalidValue,
+        std::to_string(static_cast<int>(tallGrid)) + " " + cudaGetErrorString(tallGrid));
 
   float* f = deviceArray<float>(1);
   SWERL_LAUNCH(bigShared, 1, 128, 64 * 1024, f);
