@@ -1,9 +1,10 @@
 // The CUDA sampler (sampler_cuda.h): sampleRows (kernels/cpu/sampler.h) on device logits, with the
 // CPU's order, semantics and draw.
 //
-// One block of kThreads threads per row. A row reads only its own logits and plan, and every
-// block-wide reduction combines the threads' partials in one fixed order (blockReduce), so a
-// row's results are the same bits alone or anywhere in a batch of any size.
+// One block of kThreads threads per row, each thread with kRowLoads loads in flight in a pass over
+// the row (forEachToken). A row reads only its own logits and plan, and every block-wide
+// reduction combines the threads' partials in one fixed order (blockReduce), so a row's results
+// are the same bits alone or anywhere in a batch of any size.
 //
 // Per row, with y the penalised logits (x itself when there are no penalties) and
 // e_j = exp((y_j − max y) / T) by the CPU's exp polynomial (expPoly):
@@ -24,6 +25,7 @@
 // row's token lists into one entry per token, with the CPU's float operations.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -114,6 +116,24 @@ struct SumOp {
 template <int W>
 __device__ void blockSum(double (&v)[W]) {
   blockReduce(v, SumOp<W>{});
+}
+
+/**
+ * Calls f(y[j], j) for this thread's tokens j = threadIdx.x + i · kThreads, i = 0, 1, ..., in that
+ * order, reading kRowLoads of them before using any: a row's block is one per multiprocessor at
+ * most, so a pass over the row is bound by load latency unless each thread has several loads in
+ * flight. The order of f's calls, and so every per-thread sum, is that of the plain loop.
+ */
+constexpr uint32_t kRowLoads = 4;
+template <typename F>
+__device__ __forceinline__ void forEachToken(const float* y, uint32_t n, F&& f) {
+  uint32_t j = threadIdx.x;
+  for (; j + (kRowLoads - 1) * kThreads < n; j += kRowLoads * kThreads) {
+    float v[kRowLoads];
+    for (uint32_t u = 0; u < kRowLoads; ++u) v[u] = y[j + u * kThreads];
+    for (uint32_t u = 0; u < kRowLoads; ++u) f(v[u], j + u * kThreads);
+  }
+  for (; j < n; j += kThreads) f(y[j], j);
 }
 
 /** Thread t's exclusive prefix of c over threads 0..t−1 (in thread order); total gets the sum. */
@@ -218,11 +238,10 @@ __device__ RowStats rowStats(const float* y, uint32_t n) {
   float m = -INFINITY;
   uint32_t arg = n, minKey = 0xffffffffu;
   bool sane = true;
-  for (uint32_t j = threadIdx.x; j < n; j += kThreads) {
-    const float v = y[j];
+  forEachToken(y, n, [&](float v, uint32_t j) {
     if (v != v || v == INFINITY) {
       sane = false;
-      continue;
+      return;
     }
     if (v > m) {
       m = v;
@@ -230,7 +249,7 @@ __device__ RowStats rowStats(const float* y, uint32_t n) {
     }
     const uint32_t k = orderKey(v);
     minKey = k < minKey ? k : minKey;
-  }
+  });
   double s[4] = {m, static_cast<double>(arg), sane ? 1.0 : 0.0, static_cast<double>(minKey)};
   blockReduce(s, StatsOp{});
   RowStats st;
@@ -245,10 +264,9 @@ __device__ RowStats rowStats(const float* y, uint32_t n) {
 /** Σ_j exp((y_j − max) · invT) over the kept tokens, in f64. */
 __device__ double keptMass(const float* y, uint32_t n, const Cut& cut, float max, float invT) {
   double s[1] = {0};
-  for (uint32_t j = threadIdx.x; j < n; j += kThreads) {
-    const float v = y[j];
+  forEachToken(y, n, [&](float v, uint32_t j) {
     if (cut.keeps(v, j)) s[0] += scaledExp(v, max, invT);
-  }
+  });
   blockSum(s);
   return s[0];
 }
@@ -257,11 +275,11 @@ __device__ double keptMass(const float* y, uint32_t n, const Cut& cut, float max
 __device__ void massAndMinPCount(const float* y, uint32_t n, float max, float invT, float minP, double& mass,
                                  double& count) {
   double s[2] = {0, 0};
-  for (uint32_t j = threadIdx.x; j < n; j += kThreads) {
-    const float e = scaledExp(y[j], max, invT);
+  forEachToken(y, n, [&](float v, uint32_t) {
+    const float e = scaledExp(v, max, invT);
     s[0] += e;
     s[1] += e >= minP ? 1.0 : 0.0;
-  }
+  });
   blockSum(s);
   mass = s[0];
   count = s[1];
@@ -290,13 +308,12 @@ __device__ Boundary radixSelect(const float* y, uint32_t n, const Cut& within, u
     const int shift = bits > kBucketBits ? bits - kBucketBits : 0;
     double w[kBuckets];
     for (int b = 0; b < kBuckets; ++b) w[b] = 0;
-    for (uint32_t j = threadIdx.x; j < n; j += kThreads) {
-      const float v = y[j];
-      if (!within.keeps(v, j)) continue;
+    forEachToken(y, n, [&](float v, uint32_t j) {
+      if (!within.keeps(v, j)) return;
       const uint32_t k = orderKey(v);
-      if (k < lo || k > hi) continue;
+      if (k < lo || k > hi) return;
       w[(k - lo) >> shift] += kMass ? static_cast<double>(scaledExp(v, max, invT)) : 1.0;
-    }
+    });
     blockSum(w);
     int b = kBuckets - 1;
     for (; b >= 0; --b) {  // from the largest keys down
@@ -401,13 +418,12 @@ __device__ uint32_t raceWinner(const float* y, uint32_t n, const Cut& cut, float
   const double refScaled = static_cast<double>(max) * invT;
   double w[2] = {-INFINITY, -1};
   float c = INFINITY;
-  for (uint32_t j = threadIdx.x; j < n; j += kThreads) {
-    const float v = y[j];
-    if (!cut.keeps(v, j)) continue;
+  forEachToken(y, n, [&](float v, uint32_t j) {
+    if (!cut.keeps(v, j)) return;
     const float bound = scaledExp(v, max, invT) * c;
-    if (!(bound >= 0x1p-24f)) continue;  // also e_j = 0 (−Inf, underflow)
+    if (!(bound >= 0x1p-24f)) return;  // also e_j = 0 (−Inf, underflow)
     const float u = raceV(RaceKey{keyA, keyB}, j);
-    if (u > bound) continue;
+    if (u > bound) return;
     // y·invT is exact in f64 (two 24-bit significands), as the CPU's.
     const double s = raceScoreOf(static_cast<double>(v) * invT, u);
     if (w[1] < 0 || s > w[0]) {  // j rises: an equal score keeps the lower index
@@ -415,7 +431,7 @@ __device__ uint32_t raceWinner(const float* y, uint32_t n, const Cut& cut, float
       w[1] = j;
       c = boundFactor(refScaled, s);
     }
-  }
+  });
   blockReduce(w, WinnerOp{});
   return static_cast<uint32_t>(w[1]);
 }
@@ -445,14 +461,13 @@ __device__ void topLogprobsOfRow(const float* x, uint32_t n, double rawLse, uint
   int64_t lastJ = -1;
   for (uint32_t r = 0; r < topN; ++r) {
     double w[2] = {-INFINITY, -1};
-    for (uint32_t j = threadIdx.x; j < n; j += kThreads) {
-      const float v = x[j];
-      if (!(v < lastV || (v == lastV && static_cast<int64_t>(j) > lastJ))) continue;  // taken already
+    forEachToken(x, n, [&](float v, uint32_t j) {
+      if (!(v < lastV || (v == lastV && static_cast<int64_t>(j) > lastJ))) return;  // taken already
       if (w[1] < 0 || v > w[0]) {  // j rises: an equal value keeps the lower index
         w[0] = v;
         w[1] = j;
       }
-    }
+    });
     blockReduce(w, WinnerOp{});
     const int64_t j = static_cast<int64_t>(w[1]);
     if (threadIdx.x == 0) {
@@ -621,11 +636,6 @@ class DeviceScratch {
   void* ptr_ = nullptr;
 };
 
-template <typename T>
-void upload(const DeviceScratch& dst, const std::vector<T>& src) {
-  if (!src.empty()) CUDA_CHECK(cudaMemcpy(dst.as<T>(), src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice));
-}
-
 }  // namespace
 
 void sampleRowsCuda(const float* deviceLogits, size_t rows, size_t vocab, const SamplingParams* params,
@@ -638,19 +648,32 @@ void sampleRowsCuda(const float* deviceLogits, size_t rows, size_t vocab, const 
   for (size_t r = 0; r < rows; ++r) checkSamplingParams(params[r], vocab, r);
   if (rows == 0) return;
   const HostPlans h = planRows(rows, vocab, params, positions);
-  DeviceScratch plans(h.plans.size() * sizeof(RowPlan)), entries(h.entries.size() * sizeof(PenaltyEntry)),
-      scratch(h.penalizedRows * vocab * sizeof(float)), results(rows * sizeof(RowResult)),
-      top(rows * topN * (sizeof(int32_t) + sizeof(float)));
-  upload(plans, h.plans);
-  upload(entries, h.entries);
-  int32_t* topTokensDev = top.as<int32_t>();
+  // One allocation for the plans, the penalty entries, the results and the top logprobs (an
+  // allocation and its free cost more than the kernel on small batches); the penalised rows'
+  // scratch is a second one, only when a row has penalties.
+  auto aligned = [](size_t bytes) { return (bytes + 255) / 256 * 256; };
+  const size_t plansAt = 0, entriesAt = plansAt + aligned(h.plans.size() * sizeof(RowPlan)),
+               resultsAt = entriesAt + aligned(h.entries.size() * sizeof(PenaltyEntry)),
+               topAt = resultsAt + aligned(rows * sizeof(RowResult)),
+               total = topAt + rows * topN * (sizeof(int32_t) + sizeof(float));
+  DeviceScratch buffer(total), scratch(h.penalizedRows * vocab * sizeof(float));
+  char* base = buffer.as<char>();
+  std::vector<char> host(resultsAt);  // the plans and entries, uploaded in one copy
+  std::memcpy(host.data() + plansAt, h.plans.data(), h.plans.size() * sizeof(RowPlan));
+  if (!h.entries.empty())
+    std::memcpy(host.data() + entriesAt, h.entries.data(), h.entries.size() * sizeof(PenaltyEntry));
+  CUDA_CHECK(cudaMemcpy(base, host.data(), host.size(), cudaMemcpyHostToDevice));
+  auto* plansDev = reinterpret_cast<RowPlan*>(base + plansAt);
+  auto* entriesDev = reinterpret_cast<PenaltyEntry*>(base + entriesAt);
+  auto* resultsDev = reinterpret_cast<RowResult*>(base + resultsAt);
+  int32_t* topTokensDev = topN > 0 ? reinterpret_cast<int32_t*>(base + topAt) : nullptr;
   float* topLogprobsDev = topN > 0 ? reinterpret_cast<float*>(topTokensDev + rows * topN) : nullptr;
   SWERL_LAUNCH(sampleRowsKernel, static_cast<unsigned>(rows), kThreads, 0, deviceLogits, static_cast<uint32_t>(vocab),
-               plans.as<RowPlan>(), entries.as<PenaltyEntry>(), scratch.as<float>(), results.as<RowResult>(),
-               static_cast<uint32_t>(topN), topTokensDev, topLogprobsDev);
+               plansDev, entriesDev, scratch.as<float>(), resultsDev, static_cast<uint32_t>(topN), topTokensDev,
+               topLogprobsDev);
   CUDA_CHECK(cudaGetLastError());
   std::vector<RowResult> res(rows);
-  CUDA_CHECK(cudaMemcpy(res.data(), results.as<RowResult>(), rows * sizeof(RowResult), cudaMemcpyDeviceToHost));
+  CUDA_CHECK(cudaMemcpy(res.data(), resultsDev, rows * sizeof(RowResult), cudaMemcpyDeviceToHost));
   for (size_t r = 0; r < rows; ++r)
     SWERL_CHECK(res[r].ok, NonFiniteLogits,
                 "logits row " + std::to_string(r) + " contains NaN or +Inf, or no finite value; no token was sampled");
