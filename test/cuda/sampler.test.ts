@@ -372,6 +372,41 @@ describe.skipIf(info.cudaDevices === 0)('CUDA sampler', () => {
     });
   });
 
+  it('splits plain rows over blocks: multi-chunk rows match the CPU and keep their bits in any batch', () => {
+    // Plain rows (no penalty, no filter) are split into 4096-token chunks; 9000 is three chunks,
+    // the last one short. The batch mixes plain rows with filtered and penalised ones.
+    const vocab = 9000;
+    const rows = 12;
+    const r = rng(41);
+    const params: SamplingParams[] = Array.from({ length: rows }, (_, i) => {
+      if (i % 3 === 2) return randomParams(r, vocab, 500 + i);
+      return { seed: 500 + i, temperature: [1, 0.7, 0, 1.6][i % 4] as number };
+    });
+    const logits = normalRows(rows, vocab, 43);
+    // Row 0: its maximum twice, in the first and last chunks (greedy and the race take the first);
+    // row 4: the maximum in the last chunk only; row 8: greedy with the maximum tied in chunks 1 and 2.
+    logits[0 * vocab + 100] = 30;
+    logits[0 * vocab + 8999] = 30;
+    logits[4 * vocab + 8500] = 25;
+    logits[8 * vocab + 5000] = 20;
+    logits[8 * vocab + 8200] = 20;
+    params[8] = { seed: 508, temperature: 0 };
+    const positions = Int32Array.from({ length: rows }, (_, i) => 3 * i + 1);
+    const batch = expectMatchesCpu(logits, vocab, params, positions, 'split rows');
+    expect(batch.tokens[8]).toBe(5000);
+    const bits = (x: SampleResult, i: number) => [
+      x.tokens[i],
+      new Uint32Array(Float32Array.of(x.logprobs[i] as number).buffer)[0],
+      new Uint32Array(Float32Array.of(x.rawLogprobs[i] as number).buffer)[0],
+    ];
+    for (let i = 0; i < rows; i++) {
+      const alone = onDevice(logits.slice(i * vocab, (i + 1) * vocab), 1, vocab, (ta) =>
+        sample(ta, vocab, [params[i] as SamplingParams], positions.subarray(i, i + 1)),
+      );
+      expect(bits(alone, 0), `row ${i} alone`).toEqual(bits(batch, i));
+    }
+  });
+
   it('samples a Qwen-sized vocabulary (151936) like the CPU', () => {
     const vocab = 151936;
     const r = rng(18);

@@ -1,10 +1,12 @@
 // The CUDA sampler (sampler_cuda.h): sampleRows (kernels/cpu/sampler.h) on device logits, with the
 // CPU's order, semantics and draw.
 //
-// One block of kThreads threads per row, each thread with kRowLoads loads in flight in a pass over
-// the row (forEachToken). A row reads only its own logits and plan, and every block-wide
-// reduction combines the threads' partials in one fixed order (blockReduce), so a row's results
-// are the same bits alone or anywhere in a batch of any size.
+// A plain row (no penalty entries, no filter, no top logprobs) is split into chunks of
+// kChunkTokens tokens, one block each (chunkStatsKernel, chunkSumsKernel, rowFinishKernel); any
+// other row takes one block of kThreads threads (sampleRowsKernel). Each thread keeps kRowLoads
+// loads in flight in a pass over its tokens (forEachToken). A row reads only its own logits and plan, and every
+// block-wide reduction combines the threads' partials in one fixed order (blockReduce), so a row's results are the same
+// bits alone or anywhere in a batch of any size.
 //
 // Per row, with y the penalised logits (x itself when there are no penalties) and
 // e_j = exp((y_j − max y) / T) by the CPU's exp polynomial (expPoly):
@@ -483,12 +485,14 @@ __device__ void topLogprobsOfRow(const float* x, uint32_t n, double rawLse, uint
   }
 }
 
-// grid.x = rows, block = kThreads. logits [rows, vocab]; scratch holds the penalised rows;
-// topTokens/topLogprobs [rows, topN] (unused when topN is 0).
+// grid.x = the rows it samples, block = kThreads; block b samples row rowsOf[b]. logits [rows,
+// vocab]; scratch holds the penalised rows; topTokens/topLogprobs [rows, topN] (unused when topN
+// is 0).
 __global__ void __launch_bounds__(kThreads)
-    sampleRowsKernel(const float* logits, uint32_t vocab, const RowPlan* plans, const PenaltyEntry* entries,
-                     float* scratch, RowResult* results, uint32_t topN, int32_t* topTokens, float* topLogprobs) {
-  const uint32_t row = blockIdx.x, n = vocab;
+    sampleRowsKernel(const float* logits, uint32_t vocab, const uint32_t* rowsOf, const RowPlan* plans,
+                     const PenaltyEntry* entries, float* scratch, RowResult* results, uint32_t topN, int32_t* topTokens,
+                     float* topLogprobs) {
+  const uint32_t row = rowsOf[blockIdx.x], n = vocab;
   const RowPlan plan = plans[row];
   const float* x = logits + static_cast<size_t>(row) * n;
   const float* y = x;
@@ -541,6 +545,162 @@ __global__ void __launch_bounds__(kThreads)
   res.logprob = rawDistribution ? res.rawLogprob : static_cast<float>(logprob);
   res.ok = 1;
   if (threadIdx.x == 0) results[row] = res;
+}
+
+// ---- plain rows, split over blocks ----------------------------------------------------------
+//
+// A plain row (no penalty entries, no filter, in a call without top logprobs) needs only its
+// statistics, its two normalisers and the race: sums and winners over the row, which split into
+// chunks of kChunkTokens tokens, one block each, so that a batch of a few rows fills the GPU
+// rather than one multiprocessor per row. Three launches: each chunk's maximum, first argmax and
+// sanity (chunkStatsKernel); each chunk's raw and processed sums and race winner, given the row's
+// maximum from the first (chunkSumsKernel); then one thread per row combines its chunks in chunk
+// order (rowFinishKernel). The chunks depend only on the vocabulary and the combination order
+// only on the chunk index, so a plain row has the same bits in any batch; which path a row takes
+// depends only on its own parameters and the call's topN.
+
+constexpr uint32_t kChunkTokens = 4096;
+
+struct ChunkStats {
+  float max;
+  uint32_t argmax;  // the first index of max in the chunk (vocab: none)
+  uint32_t sane;    // no NaN or +Inf in the chunk
+};
+
+struct ChunkSums {
+  double rawSum;  // Σ exp(x − max) over the chunk, max the row's
+  double mass;    // Σ exp((x − max) / T) (0 for greedy rows)
+  double score;   // the chunk's race winner (index −1: none)
+  int64_t index;
+};
+
+// A row's statistics from its chunks, in chunk order (so the first maximum wins).
+struct PlainStats {
+  float max;
+  uint32_t argmax;
+  bool valid;  // no NaN or +Inf, and something above −Inf
+};
+
+__device__ PlainStats combineChunks(const ChunkStats* c, uint32_t chunks) {
+  PlainStats st{-INFINITY, 0, true};
+  bool any = false;
+  for (uint32_t i = 0; i < chunks; ++i) {
+    st.valid = st.valid && c[i].sane;
+    if (!any || c[i].max > st.max) {
+      st.max = c[i].max;
+      st.argmax = c[i].argmax;
+      any = true;
+    }
+  }
+  st.valid = st.valid && st.max > -INFINITY;
+  return st;
+}
+
+// grid.x = plain rows × chunks, block = kThreads. Block b: row rowsOf[b / chunks], chunk b % chunks.
+__global__ void __launch_bounds__(kThreads)
+    chunkStatsKernel(const float* logits, uint32_t vocab, uint32_t chunks, const uint32_t* rowsOf, ChunkStats* out) {
+  const uint32_t row = rowsOf[blockIdx.x / chunks], begin = (blockIdx.x % chunks) * kChunkTokens;
+  const uint32_t len = vocab - begin < kChunkTokens ? vocab - begin : kChunkTokens;
+  const float* x = logits + static_cast<size_t>(row) * vocab + begin;
+  float m = -INFINITY;
+  uint32_t arg = vocab;
+  bool sane = true;
+  forEachToken(x, len, [&](float v, uint32_t j) {
+    if (v != v || v == INFINITY) {
+      sane = false;
+      return;
+    }
+    if (v > m) {
+      m = v;
+      arg = begin + j;
+    }
+  });
+  double s[4] = {m, static_cast<double>(arg), sane ? 1.0 : 0.0, 0.0};
+  blockReduce(s, StatsOp{});
+  if (threadIdx.x == 0)
+    out[blockIdx.x] = ChunkStats{static_cast<float>(s[0]), static_cast<uint32_t>(s[1]), s[2] == 1.0};
+}
+
+// grid.x = plain rows × chunks, block = kThreads; stats [plain rows × chunks] from chunkStatsKernel.
+__global__ void __launch_bounds__(kThreads)
+    chunkSumsKernel(const float* logits, uint32_t vocab, uint32_t chunks, const uint32_t* rowsOf, const RowPlan* plans,
+                    const ChunkStats* stats, ChunkSums* out) {
+  const uint32_t slot = blockIdx.x / chunks, row = rowsOf[slot], begin = (blockIdx.x % chunks) * kChunkTokens;
+  const uint32_t len = vocab - begin < kChunkTokens ? vocab - begin : kChunkTokens;
+  const PlainStats st = combineChunks(stats + static_cast<size_t>(slot) * chunks, chunks);  // the same in every thread
+  if (!st.valid) {
+    if (threadIdx.x == 0) out[blockIdx.x] = ChunkSums{0, 0, -INFINITY, -1};
+    return;
+  }
+  const RowPlan plan = plans[row];
+  const bool greedy = plan.flags & kGreedy;
+  const float invT = plan.invT;
+  const float* x = logits + static_cast<size_t>(row) * vocab + begin;
+  double s[2] = {0, 0};
+  forEachToken(x, len, [&](float v, uint32_t) {
+    s[0] += scaledExp(v, st.max, 1.0f);
+    if (!greedy) s[1] += scaledExp(v, st.max, invT);
+  });
+  blockSum(s);
+  double w[2] = {-INFINITY, -1};
+  if (!greedy) {  // the race of raceWinner over the chunk (every token kept)
+    const double refScaled = static_cast<double>(st.max) * invT;
+    float c = INFINITY;
+    forEachToken(x, len, [&](float v, uint32_t j) {
+      const float bound = scaledExp(v, st.max, invT) * c;
+      if (!(bound >= 0x1p-24f)) return;  // also e_j = 0 (−Inf, underflow)
+      const float u = raceV(RaceKey{plan.keyA, plan.keyB}, begin + j);
+      if (u > bound) return;
+      const double sc = raceScoreOf(static_cast<double>(v) * invT, u);
+      if (w[1] < 0 || sc > w[0]) {  // j rises: an equal score keeps the lower index
+        w[0] = sc;
+        w[1] = begin + j;
+        c = boundFactor(refScaled, sc);
+      }
+    });
+    blockReduce(w, WinnerOp{});
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = ChunkSums{s[0], s[1], w[0], static_cast<int64_t>(w[1])};
+}
+
+// One thread per plain row: grid.x × block.x ≥ count. Combines the row's chunks in chunk order
+// and writes its result as sampleRowsKernel would.
+__global__ void rowFinishKernel(const float* logits, uint32_t vocab, uint32_t chunks, uint32_t count,
+                                const uint32_t* rowsOf, const RowPlan* plans, const ChunkStats* stats,
+                                const ChunkSums* sums, RowResult* results) {
+  const uint32_t slot = blockIdx.x * blockDim.x + threadIdx.x;
+  if (slot >= count) return;
+  const uint32_t row = rowsOf[slot];
+  const RowPlan plan = plans[row];
+  const PlainStats st = combineChunks(stats + static_cast<size_t>(slot) * chunks, chunks);
+  RowResult res{0, 0, 0, 0};
+  if (!st.valid) {
+    results[row] = res;
+    return;
+  }
+  double rawSum = 0, mass = 0, w[2] = {-INFINITY, -1};
+  for (uint32_t i = 0; i < chunks; ++i) {
+    const ChunkSums& c = sums[static_cast<size_t>(slot) * chunks + i];
+    rawSum += c.rawSum;
+    mass += c.mass;
+    const double other[2] = {c.score, static_cast<double>(c.index)};
+    WinnerOp{}(w, other);
+  }
+  const float* x = logits + static_cast<size_t>(row) * vocab;
+  const double rawLse = static_cast<double>(st.max) + log(rawSum);
+  double logprob;
+  if (plan.flags & kGreedy) {
+    res.token = static_cast<int32_t>(st.argmax);
+    logprob = static_cast<double>(x[res.token]) - (static_cast<double>(st.max) + log(rawSum));
+  } else {
+    res.token = static_cast<int32_t>(w[1]);
+    logprob = (static_cast<double>(x[res.token]) - st.max) * plan.invT - log(mass);
+  }
+  res.rawLogprob = static_cast<float>(static_cast<double>(x[res.token]) - rawLse);
+  const bool rawDistribution = !(plan.flags & (kGreedy | kPenalized | kFiltered)) && plan.invT == 1.0f;
+  res.logprob = rawDistribution ? res.rawLogprob : static_cast<float>(logprob);
+  res.ok = 1;
+  results[row] = res;
 }
 
 // ---- host side ---------------------------------------------------------------------------------
@@ -648,29 +808,61 @@ void sampleRowsCuda(const float* deviceLogits, size_t rows, size_t vocab, const 
   for (size_t r = 0; r < rows; ++r) checkSamplingParams(params[r], vocab, r);
   if (rows == 0) return;
   const HostPlans h = planRows(rows, vocab, params, positions);
-  // One allocation for the plans, the penalty entries, the results and the top logprobs (an
-  // allocation and its free cost more than the kernel on small batches); the penalised rows'
-  // scratch is a second one, only when a row has penalties.
+  // The plain rows go to the split kernels, the others to sampleRowsKernel: rowsOf lists the
+  // plain rows, then the others.
+  auto plain = [&](size_t r) { return topN == 0 && h.plans[r].scratch < 0 && !(h.plans[r].flags & kFiltered); };
+  std::vector<uint32_t> rowsOf;
+  rowsOf.reserve(rows);
+  for (size_t r = 0; r < rows; ++r)
+    if (plain(r)) rowsOf.push_back(static_cast<uint32_t>(r));
+  const size_t plainRows = rowsOf.size();
+  for (size_t r = 0; r < rows; ++r)
+    if (!plain(r)) rowsOf.push_back(static_cast<uint32_t>(r));
+  const size_t chunks = (vocab + kChunkTokens - 1) / kChunkTokens;
+  // One allocation for the plans, the row lists, the penalty entries, the results, the top
+  // logprobs and the chunks' partials (an allocation and its free cost more than the kernels on
+  // small batches); the penalised rows' scratch is a second one, only when a row has penalties.
   auto aligned = [](size_t bytes) { return (bytes + 255) / 256 * 256; };
-  const size_t plansAt = 0, entriesAt = plansAt + aligned(h.plans.size() * sizeof(RowPlan)),
+  const size_t plansAt = 0, rowsOfAt = plansAt + aligned(h.plans.size() * sizeof(RowPlan)),
+               entriesAt = rowsOfAt + aligned(rows * sizeof(uint32_t)),
                resultsAt = entriesAt + aligned(h.entries.size() * sizeof(PenaltyEntry)),
-               topAt = resultsAt + aligned(rows * sizeof(RowResult)),
+               statsAt = resultsAt + aligned(rows * sizeof(RowResult)),
+               sumsAt = statsAt + aligned(plainRows * chunks * sizeof(ChunkStats)),
+               topAt = sumsAt + aligned(plainRows * chunks * sizeof(ChunkSums)),
                total = topAt + rows * topN * (sizeof(int32_t) + sizeof(float));
   DeviceScratch buffer(total), scratch(h.penalizedRows * vocab * sizeof(float));
   char* base = buffer.as<char>();
-  std::vector<char> host(resultsAt);  // the plans and entries, uploaded in one copy
+  std::vector<char> host(resultsAt);  // the plans, row lists and entries, uploaded in one copy
   std::memcpy(host.data() + plansAt, h.plans.data(), h.plans.size() * sizeof(RowPlan));
+  std::memcpy(host.data() + rowsOfAt, rowsOf.data(), rows * sizeof(uint32_t));
   if (!h.entries.empty())
     std::memcpy(host.data() + entriesAt, h.entries.data(), h.entries.size() * sizeof(PenaltyEntry));
   CUDA_CHECK(cudaMemcpy(base, host.data(), host.size(), cudaMemcpyHostToDevice));
   auto* plansDev = reinterpret_cast<RowPlan*>(base + plansAt);
+  auto* rowsOfDev = reinterpret_cast<uint32_t*>(base + rowsOfAt);
   auto* entriesDev = reinterpret_cast<PenaltyEntry*>(base + entriesAt);
   auto* resultsDev = reinterpret_cast<RowResult*>(base + resultsAt);
+  auto* statsDev = reinterpret_cast<ChunkStats*>(base + statsAt);
+  auto* sumsDev = reinterpret_cast<ChunkSums*>(base + sumsAt);
   int32_t* topTokensDev = topN > 0 ? reinterpret_cast<int32_t*>(base + topAt) : nullptr;
   float* topLogprobsDev = topN > 0 ? reinterpret_cast<float*>(topTokensDev + rows * topN) : nullptr;
-  SWERL_LAUNCH(sampleRowsKernel, static_cast<unsigned>(rows), kThreads, 0, deviceLogits, static_cast<uint32_t>(vocab),
-               plansDev, entriesDev, scratch.as<float>(), resultsDev, static_cast<uint32_t>(topN), topTokensDev,
-               topLogprobsDev);
+  const uint32_t v32 = static_cast<uint32_t>(vocab), c32 = static_cast<uint32_t>(chunks);
+  if (plainRows > 0) {
+    const unsigned blocks = static_cast<unsigned>(plainRows * chunks);
+    SWERL_LAUNCH(chunkStatsKernel, blocks, kThreads, 0, deviceLogits, v32, c32, rowsOfDev, statsDev);
+    CUDA_CHECK(cudaGetLastError());
+    SWERL_LAUNCH(chunkSumsKernel, blocks, kThreads, 0, deviceLogits, v32, c32, rowsOfDev, plansDev, statsDev, sumsDev);
+    CUDA_CHECK(cudaGetLastError());
+    const unsigned finishThreads = 128;
+    SWERL_LAUNCH(rowFinishKernel, static_cast<unsigned>((plainRows + finishThreads - 1) / finishThreads), finishThreads,
+                 0, deviceLogits, v32, c32, static_cast<uint32_t>(plainRows), rowsOfDev, plansDev, statsDev, sumsDev,
+                 resultsDev);
+    CUDA_CHECK(cudaGetLastError());
+  }
+  if (plainRows < rows)
+    SWERL_LAUNCH(sampleRowsKernel, static_cast<unsigned>(rows - plainRows), kThreads, 0, deviceLogits, v32,
+                 rowsOfDev + plainRows, plansDev, entriesDev, scratch.as<float>(), resultsDev,
+                 static_cast<uint32_t>(topN), topTokensDev, topLogprobsDev);
   CUDA_CHECK(cudaGetLastError());
   std::vector<RowResult> res(rows);
   CUDA_CHECK(cudaMemcpy(res.data(), resultsDev, rows * sizeof(RowResult), cudaMemcpyDeviceToHost));
