@@ -4,9 +4,10 @@
 // A plain row (no penalty entries, no filter, no top logprobs) is split into chunks of
 // kChunkTokens tokens, one block each (chunkStatsKernel, chunkSumsKernel, rowFinishKernel); any
 // other row takes one block of kThreads threads (sampleRowsKernel). Each thread keeps kRowLoads
-// loads in flight in a pass over its tokens (forEachToken). A row reads only its own logits and plan, and every
-// block-wide reduction combines the threads' partials in one fixed order (blockReduce), so a row's results are the same
-// bits alone or anywhere in a batch of any size.
+// loads in flight in a pass over its tokens (forEachToken). A row reads only its own logits and
+// plan, every block-wide reduction combines the threads' partials in one fixed order
+// (blockReduce), and a split row's chunks are combined in chunk order, so a row's results are
+// the same bits alone or anywhere in a batch of any size.
 //
 // Per row, with y the penalised logits (x itself when there are no penalties) and
 // e_j = exp((y_j − max y) / T) by the CPU's exp polynomial (expPoly):
