@@ -1,7 +1,7 @@
 // Batched sampling on device logits: the CUDA twin of sampleRows (kernels/cpu/sampler.h), with the
 // same contract. logits [rows, vocab] f32 in device memory; params, positions and out on the host.
-// Implemented by sampler.cu (one block per row, sort-free radix-select filters, the CPU's
-// exponential race); cuda_absent.cc throws CUDA_UNAVAILABLE.
+// Implemented by sampler.cu (plain rows split over blocks, other rows one block each, sort-free
+// radix-select filters, the CPU's exponential race); cuda_absent.cc throws CUDA_UNAVAILABLE.
 //
 // Agreement with the CPU sampler on the same logits (test/cuda/sampler.test.ts):
 // - tokens: equal. The race is the CPU's (race.h), keyed by (seed, position, token), scored
