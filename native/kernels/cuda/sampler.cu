@@ -820,6 +820,9 @@ void sampleRowsCuda(const float* deviceLogits, size_t rows, size_t vocab, const 
   for (size_t r = 0; r < rows; ++r)
     if (!plain(r)) rowsOf.push_back(static_cast<uint32_t>(r));
   const size_t chunks = (vocab + kChunkTokens - 1) / kChunkTokens;
+  SWERL_CHECK(plainRows * chunks <= 0x7fffffff, InvalidArgument,
+              "at most 2^31 - 1 blocks: " + std::to_string(plainRows) + " rows of " + std::to_string(chunks) +
+                  " chunks of " + std::to_string(kChunkTokens) + " tokens on CUDA");
   // One allocation for the plans, the row lists, the penalty entries, the results, the top
   // logprobs and the chunks' partials (an allocation and its free cost more than the kernels on
   // small batches); the penalised rows' scratch is a second one, only when a row has penalties.
