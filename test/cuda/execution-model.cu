@@ -217,22 +217,19 @@ void checkIndicesAndAtomics() {
 
 void checkLimits() {
   int* out = deviceArray<int>(2048);
+  // A refused launch sets cudaErrorInvalidValue (a real launch's code for every refusal).
+  auto refused = [](const char* name) {
+    const cudaError_t err = cudaGetLastError();
+    check(name, err == cudaErrorInvalidValue, std::to_string(static_cast<int>(err)) + " " + cudaGetErrorString(err));
+  };
   SWERL_LAUNCH(countAtomic, 1, 1025, 0, out);
-  const cudaError_t tooMany = cudaGetLastError();
-  check("a block of 1025 threads is refused", tooMany == cudaErrorInvalidValue,
-        std::to_string(static_cast<int>(tooMany)) + " " + cudaGetErrorString(tooMany));
+  refused("a block of 1025 threads is refused");
   SWERL_LAUNCH(countAtomic, 1, dim3(1, 1, 65), 0, out);
-  const cudaError_t tooDeep = cudaGetLastError();
-  check("a block's z above 64 is refused", tooDeep == cudaErrorInvalidValue,
-        std::to_string(static_cast<int>(tooDeep)) + " " + cudaGetErrorString(tooDeep));
+  refused("a block's z above 64 is refused");
   SWERL_LAUNCH(countAtomic, dim3(0), 32, 0, out);
-  const cudaError_t noBlocks = cudaGetLastError();
-  check("an empty grid is refused", noBlocks == cudaErrorInvalidValue,
-        std::to_string(static_cast<int>(noBlocks)) + " " + cudaGetErrorString(noBlocks));
+  refused("an empty grid is refused");
   SWERL_LAUNCH(countAtomic, dim3(1, 65536), 1, 0, out);
-  const cudaError_t tallGrid = cudaGetLastError();
-  check("a grid's y above 65535 is refused", tallGrid == cudaErrorInvalidValue,
-        std::to_string(static_cast<int>(tallGrid)) + " " + cudaGetErrorString(tallGrid));
+  refused("a grid's y above 65535 is refused");
 
   float* f = deviceArray<float>(1);
   SWERL_LAUNCH(bigShared, 1, 128, 64 * 1024, f);

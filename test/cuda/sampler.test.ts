@@ -93,6 +93,15 @@ function expectMatchesCpu(
   return gpu;
 }
 
+/** Row i's token and the bits of its two logprobs, for bitwise comparisons. */
+function bits(x: SampleResult, i: number): number[] {
+  return [
+    x.tokens[i] as number,
+    new Uint32Array(Float32Array.of(x.logprobs[i] as number).buffer)[0] as number,
+    new Uint32Array(Float32Array.of(x.rawLogprobs[i] as number).buffer)[0] as number,
+  ];
+}
+
 /** Margins below this leave a filter's decision to rounding: such rows skip the reference check. */
 const SAFE_MARGIN = 1e-4;
 
@@ -350,11 +359,6 @@ describe.skipIf(info.cudaDevices === 0)('CUDA sampler', () => {
     const params = Array.from({ length: rows }, (_, i) => randomParams(r, vocab, 9000 + i));
     const logits = normalRows(rows, vocab, 17);
     const positions = Int32Array.from({ length: rows }, (_, i) => 7 * i);
-    const bits = (x: SampleResult, i: number) => [
-      x.tokens[i],
-      new Uint32Array(Float32Array.of(x.logprobs[i] as number).buffer)[0],
-      new Uint32Array(Float32Array.of(x.rawLogprobs[i] as number).buffer)[0],
-    ];
     onDevice(logits, rows, vocab, (t) => {
       const batch = sample(t, vocab, params, positions);
       const reversed = new Float32Array(rows * vocab);
@@ -394,11 +398,6 @@ describe.skipIf(info.cudaDevices === 0)('CUDA sampler', () => {
     const positions = Int32Array.from({ length: rows }, (_, i) => 3 * i + 1);
     const batch = expectMatchesCpu(logits, vocab, params, positions, 'split rows');
     expect(batch.tokens[8]).toBe(5000);
-    const bits = (x: SampleResult, i: number) => [
-      x.tokens[i],
-      new Uint32Array(Float32Array.of(x.logprobs[i] as number).buffer)[0],
-      new Uint32Array(Float32Array.of(x.rawLogprobs[i] as number).buffer)[0],
-    ];
     for (let i = 0; i < rows; i++) {
       const alone = onDevice(logits.slice(i * vocab, (i + 1) * vocab), 1, vocab, (ta) =>
         sample(ta, vocab, [params[i] as SamplingParams], positions.subarray(i, i + 1)),

@@ -123,9 +123,9 @@ __device__ void blockSum(double (&v)[W]) {
 
 /**
  * Calls f(y[j], j) for this thread's tokens j = threadIdx.x + i · kThreads, i = 0, 1, ..., in that
- * order, reading kRowLoads of them before using any: a row's block is one per multiprocessor at
- * most, so a pass over the row is bound by load latency unless each thread has several loads in
- * flight. The order of f's calls, and so every per-thread sum, is that of the plain loop.
+ * order, reading kRowLoads of them before using any, so that a pass is not bound by one load's
+ * latency at a time. The order of f's calls, and so every per-thread sum, is that of the plain
+ * loop.
  */
 constexpr uint32_t kRowLoads = 4;
 template <typename F>
@@ -237,9 +237,14 @@ struct StatsOp {
   }
 };
 
-__device__ RowStats rowStats(const float* y, uint32_t n) {
+/**
+ * The block's (max, first argmax, sane, min key) over y[0, n), as StatsOp combines them: indices
+ * are base + j, and none is `none`; the min key only with kMinKey (else 0).
+ */
+template <bool kMinKey>
+__device__ void blockStats(const float* y, uint32_t n, uint32_t base, uint32_t none, double (&s)[4]) {
   float m = -INFINITY;
-  uint32_t arg = n, minKey = 0xffffffffu;
+  uint32_t arg = none, minKey = kMinKey ? 0xffffffffu : 0u;
   bool sane = true;
   forEachToken(y, n, [&](float v, uint32_t j) {
     if (v != v || v == INFINITY) {
@@ -248,13 +253,23 @@ __device__ RowStats rowStats(const float* y, uint32_t n) {
     }
     if (v > m) {
       m = v;
-      arg = j;
+      arg = base + j;
     }
-    const uint32_t k = orderKey(v);
-    minKey = k < minKey ? k : minKey;
+    if (kMinKey) {
+      const uint32_t k = orderKey(v);
+      minKey = k < minKey ? k : minKey;
+    }
   });
-  double s[4] = {m, static_cast<double>(arg), sane ? 1.0 : 0.0, static_cast<double>(minKey)};
+  s[0] = m;
+  s[1] = arg;
+  s[2] = sane ? 1.0 : 0.0;
+  s[3] = minKey;
   blockReduce(s, StatsOp{});
+}
+
+__device__ RowStats rowStats(const float* y, uint32_t n) {
+  double s[4];
+  blockStats<true>(y, n, 0, n, s);
   RowStats st;
   st.max = static_cast<float>(s[0]);
   st.argmax = static_cast<uint32_t>(s[1]);
@@ -415,27 +430,39 @@ __device__ float boundFactor(double refScaled, double best) {
   return c < 3.4028234663852886e38 ? static_cast<float>(c) : INFINITY;
 }
 
-/** The race's winner among the kept tokens: the largest exact score, the lowest index on a tie. */
-__device__ uint32_t raceWinner(const float* y, uint32_t n, const Cut& cut, float max, float invT, uint32_t keyA,
-                               uint32_t keyB) {
+/**
+ * The block's race among the kept tokens of y[0, n), whose indices are base + j: w gets the
+ * largest exact score and its index, the lowest index on a tie (index −1: none).
+ */
+__device__ void blockRace(const float* y, uint32_t n, uint32_t base, const Cut& cut, float max, float invT, RaceKey key,
+                          double (&w)[2]) {
   const double refScaled = static_cast<double>(max) * invT;
-  double w[2] = {-INFINITY, -1};
+  w[0] = -INFINITY;
+  w[1] = -1;
   float c = INFINITY;
   forEachToken(y, n, [&](float v, uint32_t j) {
-    if (!cut.keeps(v, j)) return;
+    const uint32_t index = base + j;
+    if (!cut.keeps(v, index)) return;
     const float bound = scaledExp(v, max, invT) * c;
     if (!(bound >= 0x1p-24f)) return;  // also e_j = 0 (−Inf, underflow)
-    const float u = raceV(RaceKey{keyA, keyB}, j);
+    const float u = raceV(key, index);
     if (u > bound) return;
     // y·invT is exact in f64 (two 24-bit significands), as the CPU's.
     const double s = raceScoreOf(static_cast<double>(v) * invT, u);
     if (w[1] < 0 || s > w[0]) {  // j rises: an equal score keeps the lower index
       w[0] = s;
-      w[1] = j;
+      w[1] = index;
       c = boundFactor(refScaled, s);
     }
   });
   blockReduce(w, WinnerOp{});
+}
+
+/** The race's winner among the kept tokens: the largest exact score, the lowest index on a tie. */
+__device__ uint32_t raceWinner(const float* y, uint32_t n, const Cut& cut, float max, float invT, uint32_t keyA,
+                               uint32_t keyB) {
+  double w[2];
+  blockRace(y, n, 0, cut, max, invT, RaceKey{keyA, keyB}, w);
   return static_cast<uint32_t>(w[1]);
 }
 
@@ -486,6 +513,21 @@ __device__ void topLogprobsOfRow(const float* x, uint32_t n, double rawLse, uint
   }
 }
 
+/**
+ * A sampled row's result: rawLogprob from x_tok and the raw log-normaliser; logprob the processed
+ * one, except at temperature 1 with no penalty and no filter, where the processed distribution is
+ * the raw one (same bits).
+ */
+__device__ RowResult rowResult(const RowPlan& plan, int32_t token, double logprob, float xTok, double rawLse) {
+  RowResult res;
+  res.token = token;
+  res.rawLogprob = static_cast<float>(static_cast<double>(xTok) - rawLse);
+  const bool rawDistribution = !(plan.flags & (kGreedy | kPenalized | kFiltered)) && plan.invT == 1.0f;
+  res.logprob = rawDistribution ? res.rawLogprob : static_cast<float>(logprob);
+  res.ok = 1;
+  return res;
+}
+
 // grid.x = the rows it samples, block = kThreads; block b samples row rowsOf[b]. logits [rows,
 // vocab]; scratch holds the penalised rows; topTokens/topLogprobs [rows, topN] (unused when topN
 // is 0).
@@ -502,11 +544,10 @@ __global__ void __launch_bounds__(kThreads)
     penalize(x, py, n, entries + plan.firstEntry, plan.numEntries, plan.repetitionPenalty);
     y = py;
   }
-  RowResult res{0, 0, 0, 0};
   const RowStats raw = rowStats(x, n);
   const RowStats proc = y == x ? raw : rowStats(y, n);
   if (!raw.valid || !proc.valid) {
-    if (threadIdx.x == 0) results[row] = res;
+    if (threadIdx.x == 0) results[row] = RowResult{0, 0, 0, 0};
     return;
   }
   const double rawSum = keptMass(x, n, keepAll(), raw.max, 1.0f);
@@ -514,11 +555,12 @@ __global__ void __launch_bounds__(kThreads)
   if (topN > 0)
     topLogprobsOfRow(x, n, rawLse, topN, topTokens + static_cast<size_t>(row) * topN,
                      topLogprobs + static_cast<size_t>(row) * topN);
+  int32_t token;
   double logprob;
   if (plan.flags & kGreedy) {
-    res.token = static_cast<int32_t>(proc.argmax);
+    token = static_cast<int32_t>(proc.argmax);
     const double sum = y == x ? rawSum : keptMass(y, n, keepAll(), proc.max, 1.0f);
-    logprob = static_cast<double>(y[res.token]) - (static_cast<double>(proc.max) + log(sum));
+    logprob = static_cast<double>(y[token]) - (static_cast<double>(proc.max) + log(sum));
   } else {
     const float invT = plan.invT;
     double mass = 0, minPCount = 0;
@@ -537,15 +579,10 @@ __global__ void __launch_bounds__(kThreads)
       cut = cutByMass(y, n, cut, mass, static_cast<double>(plan.topP) * mass, proc, invT);
       mass = keptMass(y, n, cut, proc.max, invT);
     }
-    res.token = static_cast<int32_t>(raceWinner(y, n, cut, proc.max, invT, plan.keyA, plan.keyB));
-    logprob = (static_cast<double>(y[res.token]) - proc.max) * invT - log(mass);
+    token = static_cast<int32_t>(raceWinner(y, n, cut, proc.max, invT, plan.keyA, plan.keyB));
+    logprob = (static_cast<double>(y[token]) - proc.max) * invT - log(mass);
   }
-  res.rawLogprob = static_cast<float>(static_cast<double>(x[res.token]) - rawLse);
-  // Temperature 1, no penalties, no filters: the processed distribution is the raw one (same bits).
-  const bool rawDistribution = !(plan.flags & (kGreedy | kPenalized | kFiltered)) && plan.invT == 1.0f;
-  res.logprob = rawDistribution ? res.rawLogprob : static_cast<float>(logprob);
-  res.ok = 1;
-  if (threadIdx.x == 0) results[row] = res;
+  if (threadIdx.x == 0) results[row] = rowResult(plan, token, logprob, x[token], rawLse);
 }
 
 // ---- plain rows, split over blocks ----------------------------------------------------------
@@ -602,22 +639,8 @@ __global__ void __launch_bounds__(kThreads)
     chunkStatsKernel(const float* logits, uint32_t vocab, uint32_t chunks, const uint32_t* rowsOf, ChunkStats* out) {
   const uint32_t row = rowsOf[blockIdx.x / chunks], begin = (blockIdx.x % chunks) * kChunkTokens;
   const uint32_t len = vocab - begin < kChunkTokens ? vocab - begin : kChunkTokens;
-  const float* x = logits + static_cast<size_t>(row) * vocab + begin;
-  float m = -INFINITY;
-  uint32_t arg = vocab;
-  bool sane = true;
-  forEachToken(x, len, [&](float v, uint32_t j) {
-    if (v != v || v == INFINITY) {
-      sane = false;
-      return;
-    }
-    if (v > m) {
-      m = v;
-      arg = begin + j;
-    }
-  });
-  double s[4] = {m, static_cast<double>(arg), sane ? 1.0 : 0.0, 0.0};
-  blockReduce(s, StatsOp{});
+  double s[4];
+  blockStats<false>(logits + static_cast<size_t>(row) * vocab + begin, len, begin, vocab, s);
   if (threadIdx.x == 0)
     out[blockIdx.x] = ChunkStats{static_cast<float>(s[0]), static_cast<uint32_t>(s[1]), s[2] == 1.0};
 }
@@ -644,23 +667,7 @@ __global__ void __launch_bounds__(kThreads)
   });
   blockSum(s);
   double w[2] = {-INFINITY, -1};
-  if (!greedy) {  // the race of raceWinner over the chunk (every token kept)
-    const double refScaled = static_cast<double>(st.max) * invT;
-    float c = INFINITY;
-    forEachToken(x, len, [&](float v, uint32_t j) {
-      const float bound = scaledExp(v, st.max, invT) * c;
-      if (!(bound >= 0x1p-24f)) return;  // also e_j = 0 (−Inf, underflow)
-      const float u = raceV(RaceKey{plan.keyA, plan.keyB}, begin + j);
-      if (u > bound) return;
-      const double sc = raceScoreOf(static_cast<double>(v) * invT, u);
-      if (w[1] < 0 || sc > w[0]) {  // j rises: an equal score keeps the lower index
-        w[0] = sc;
-        w[1] = begin + j;
-        c = boundFactor(refScaled, sc);
-      }
-    });
-    blockReduce(w, WinnerOp{});
-  }
+  if (!greedy) blockRace(x, len, begin, keepAll(), st.max, invT, RaceKey{plan.keyA, plan.keyB}, w);
   if (threadIdx.x == 0) out[blockIdx.x] = ChunkSums{s[0], s[1], w[0], static_cast<int64_t>(w[1])};
 }
 
@@ -674,9 +681,8 @@ __global__ void rowFinishKernel(const float* logits, uint32_t vocab, uint32_t ch
   const uint32_t row = rowsOf[slot];
   const RowPlan plan = plans[row];
   const PlainStats st = combineChunks(stats + static_cast<size_t>(slot) * chunks, chunks);
-  RowResult res{0, 0, 0, 0};
   if (!st.valid) {
-    results[row] = res;
+    results[row] = RowResult{0, 0, 0, 0};
     return;
   }
   double rawSum = 0, mass = 0, w[2] = {-INFINITY, -1};
@@ -689,19 +695,11 @@ __global__ void rowFinishKernel(const float* logits, uint32_t vocab, uint32_t ch
   }
   const float* x = logits + static_cast<size_t>(row) * vocab;
   const double rawLse = static_cast<double>(st.max) + log(rawSum);
-  double logprob;
-  if (plan.flags & kGreedy) {
-    res.token = static_cast<int32_t>(st.argmax);
-    logprob = static_cast<double>(x[res.token]) - (static_cast<double>(st.max) + log(rawSum));
-  } else {
-    res.token = static_cast<int32_t>(w[1]);
-    logprob = (static_cast<double>(x[res.token]) - st.max) * plan.invT - log(mass);
-  }
-  res.rawLogprob = static_cast<float>(static_cast<double>(x[res.token]) - rawLse);
-  const bool rawDistribution = !(plan.flags & (kGreedy | kPenalized | kFiltered)) && plan.invT == 1.0f;
-  res.logprob = rawDistribution ? res.rawLogprob : static_cast<float>(logprob);
-  res.ok = 1;
-  results[row] = res;
+  // Greedy: the processed distribution is the raw one at temperature 1 (no penalty on a plain row).
+  const int32_t token = static_cast<int32_t>(plan.flags & kGreedy ? st.argmax : w[1]);
+  const double logprob = plan.flags & kGreedy ? static_cast<double>(x[token]) - rawLse
+                                              : (static_cast<double>(x[token]) - st.max) * plan.invT - log(mass);
+  results[row] = rowResult(plan, token, logprob, x[token], rawLse);
 }
 
 // ---- host side ---------------------------------------------------------------------------------

@@ -88,25 +88,16 @@ cudaError_t setError(cudaError_t err, std::string text) {
 
 std::string dims(dim3 d) { return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z); }
 
-// A launch configuration the driver refuses: the error the launch returns and why.
-struct BadConfiguration {
-  cudaError_t code = cudaSuccess;
-  std::string why;
-};
-
-// The check of a launch's configuration, as the driver makes it; code cudaSuccess when it is
-// valid. The code is the one a real launch returns (test/cuda/execution-model.cu, run on an H200
-// with CUDA 13.0): cudaErrorInvalidValue for every refused configuration, an empty or oversized
-// grid, a block over the per-block limits and too much dynamic shared memory alike.
-BadConfiguration configurationError(const void* func, dim3 grid, dim3 block, size_t sharedBytes) {
+// The check of a launch's configuration, as the driver makes it; empty when it is valid. A
+// refused launch sets cudaErrorInvalidValue, as a real one does for every refused configuration
+// (test/cuda/execution-model.cu, run on an H200 with CUDA 13.0).
+std::string configurationError(const void* func, dim3 grid, dim3 block, size_t sharedBytes) {
   const uint64_t threads = static_cast<uint64_t>(block.x) * block.y * block.z;
   if (block.x == 0 || block.y == 0 || block.z == 0 || grid.x == 0 || grid.y == 0 || grid.z == 0)
-    return {cudaErrorInvalidValue,
-            "a zero grid or block dimension (grid " + dims(grid) + ", block " + dims(block) + ")"};
+    return "a zero grid or block dimension (grid " + dims(grid) + ", block " + dims(block) + ")";
   if (block.x > 1024 || block.y > 1024 || block.z > 64 || threads > 1024)
-    return {cudaErrorInvalidValue, "block " + dims(block) + " exceeds 1024 threads per block (or 1024 x 1024 x 64)"};
-  if (grid.x > 0x7fffffffu || grid.y > 65535 || grid.z > 65535)
-    return {cudaErrorInvalidValue, "grid " + dims(grid) + " exceeds the limits"};
+    return "block " + dims(block) + " exceeds 1024 threads per block (or 1024 x 1024 x 64)";
+  if (grid.x > 0x7fffffffu || grid.y > 65535 || grid.z > 65535) return "grid " + dims(grid) + " exceeds the limits";
   size_t limit = kDefaultSharedBytes;
   {
     std::lock_guard<std::mutex> lock(allocMutex);
@@ -114,12 +105,11 @@ BadConfiguration configurationError(const void* func, dim3 grid, dim3 block, siz
     if (it != maxDynamicShared.end()) limit = static_cast<size_t>(it->second);
   }
   if (sharedBytes > limit)
-    return {cudaErrorInvalidValue,
-            std::to_string(sharedBytes) + " bytes of dynamic shared memory exceed the kernel's " +
-                std::to_string(limit) +
-                " (raise it with cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize), at most " +
-                std::to_string(kMaxSharedBytes) + ")"};
-  return {};
+    return std::to_string(sharedBytes) + " bytes of dynamic shared memory exceed the kernel's " +
+           std::to_string(limit) +
+           " (raise it with cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicSharedMemorySize), at most " +
+           std::to_string(kMaxSharedBytes) + ")";
+  return "";
 }
 
 // Releases the warp collectives whose every lane has arrived; returns whether any was released.
@@ -233,9 +223,9 @@ void launch(const char* kernel, const void* func, dim3 grid, dim3 block, size_t 
     setError(cudaErrorLaunchFailure, std::string(kernel) + ": launched from inside another kernel");
     return;
   }
-  const BadConfiguration bad = configurationError(func, grid, block, sharedBytes);
-  if (bad.code != cudaSuccess) {
-    setError(bad.code, std::string(kernel) + ": " + bad.why);
+  const std::string bad = configurationError(func, grid, block, sharedBytes);
+  if (!bad.empty()) {
+    setError(cudaErrorInvalidValue, std::string(kernel) + ": " + bad);
     return;
   }
   const size_t threads = static_cast<size_t>(block.x) * block.y * block.z;
