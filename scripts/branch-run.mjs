@@ -60,9 +60,11 @@ function phaseOf(line) {
 function goBackTo(phase) {
   const kept = state.done.slice(0, state.done.indexOf(phase) + 1);
   const dropped = state.done.slice(kept.length);
+  // The policy after PHASE: the last trained phase's checkpoint, or none (a run from a model
+  // folder branched after eval-base starts from that folder again).
   const lastTrained = kept.filter((p) => !p.startsWith('eval-')).at(-1);
-  const policy = join(out, 'checkpoints', checkpointName(lastTrained));
-  if (!existsSync(join(policy, 'config.json'))) {
+  const policy = lastTrained && join(out, 'checkpoints', checkpointName(lastTrained));
+  if (policy && !existsSync(join(policy, 'config.json'))) {
     rmSync(out, { recursive: true, force: true });
     console.error(`${run} no longer holds ${lastTrained}'s checkpoint (checkpoints/${checkpointName(lastTrained)})`);
     process.exit(2);
@@ -75,7 +77,8 @@ function goBackTo(phase) {
   const keptNames = new Set(kept.filter((p) => p.startsWith('eval-')).map((p) => p.slice('eval-'.length)));
   state.done = kept;
   state.stages = state.stages.filter((s) => keptNames.has(s.name));
-  state.checkpoint = join('checkpoints', checkpointName(lastTrained));
+  if (lastTrained) state.checkpoint = join('checkpoints', checkpointName(lastTrained));
+  else delete state.checkpoint;
   delete state.dapoStage;
   state.dapoIterations = 0;
   const metricsPath = join(out, 'metrics.jsonl');
