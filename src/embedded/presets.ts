@@ -23,7 +23,13 @@ import type { PresetConfig } from '../pipeline/config.js';
  * per step, the updates read as noise, and DAPO ended below RFT on seeds 1 and 2. It refills flat
  * groups from the iteration's unused tasks for up to 2 rounds (DAPO's dynamic sampling), so that
  * every step trains on full groups: without refill, seed 2's iterations trained 0 to 16 samples
- * and DAPO ended below RFT. The turn penalty starts at 5 of the 7 turns.
+ * and DAPO ended below RFT. The turn penalty is off: with it from turn 5 of the 7, an unresolved
+ * episode that submits early earned more than one that kept trying, and DAPO learned to submit
+ * rather than to fix; on the validation split, DAPO from the RFT policies of seeds 501-505 lost
+ * 5.4 points of Pass@1 on average with the penalty (on four seeds of five) and gained 2.3 without
+ * it (−4.9 to +6.8), more than with it on every seed
+ * (scripts/branch-run.mjs --after eval-rft, docs/results.md). A higher rate (3e-4) without the
+ * penalty collapsed seed 501's policy (43.5% -> 17.4%).
  * The warm start runs 40 epochs: with 30, some seeds' bases did not learn to copy the name in the
  * error (loss on the fix's names 0.15-0.84 against 0.03 on other tokens); 40 lowered that loss on
  * all four validation seeds tried (401-404) and raised their mean validation Pass@1 from 4.2% to
@@ -66,7 +72,7 @@ const DEFAULT: PresetConfig = {
     stepsPerIteration: 2,
     refillRounds: 2,
     maskFormatErrors: false,
-    turnPenaltyThreshold: 5,
+    turnPenalty: false,
     stages: [{ iterations: 8, maxTurns: 7, maxContextTokens: 3072, tasksPerIteration: 8 }],
   },
 };

@@ -252,7 +252,7 @@ describe('DAPO stages', () => {
       { ...stage(), samplesPerTask: 10, clipLow: 0.1, clipHigh: 0.26, batchSize: 0, turnPenaltyThreshold: 6 },
     ]);
     // A preset's stages too: the default preset's one stage takes the section's values.
-    const d = resolveConfig({ dapo: { clipHigh: 0.25 } }).dapo;
+    const d = resolveConfig({ dapo: { clipHigh: 0.25, turnPenalty: true, turnPenaltyThreshold: 5 } }).dapo;
     expect([d.stages[0]?.clipHigh, d.stages[0]?.samplesPerTask, d.stages[0]?.turnPenaltyThreshold]).toEqual([
       0.25, 8, 5,
     ]);
