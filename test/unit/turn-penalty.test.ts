@@ -1,7 +1,8 @@
 /**
  * The turn penalty is defined for every threshold: at threshold = maxTurns the paper's formula is
  * 0/0 on the last turn (a NaN reward that crashed the trainer), and a threshold at or above
- * maxTurns means no penalty. With dapo.turnPenalty on (the default), resolveConfig refuses a
+ * maxTurns means no penalty. With dapo.turnPenalty on (the schema's and the paper preset's default;
+ * the embedded default preset turns it off), resolveConfig refuses a
  * DAPO stage whose threshold (its own, else the dapo section's) is not below its maxTurns, and
  * with dapo.turnPenalty false it accepts any threshold; runRollouts checks the threshold before
  * any episode runs and gives finite rewards at the equality.
@@ -70,10 +71,12 @@ describe('resolveConfig and the turn penalty', () => {
   };
 
   it('accepts a threshold below every stage maxTurns, and any threshold with dapo.turnPenalty false', () => {
-    const d = resolveConfig();
+    // The embedded default runs without it (src/embedded/presets.ts); on, at 5 of its 7 turns.
+    expect(resolveConfig().dapo).toMatchObject({ turnPenalty: false, turnPenaltyThreshold: 10 });
+    const d = resolveConfig({ dapo: { turnPenalty: true, turnPenaltyThreshold: 5 } });
     expect([d.dapo.turnPenalty, d.dapo.turnPenaltyThreshold, d.dapo.stages[0]?.maxTurns]).toEqual([true, 5, 7]);
     expect(d.dapo.stages[0]?.turnPenaltyThreshold).toBe(5);
-    expect(code(() => resolveConfig({ dapo: { turnPenaltyThreshold: 6 } }))).toBe('ok');
+    expect(code(() => resolveConfig({ dapo: { turnPenalty: true, turnPenaltyThreshold: 6 } }))).toBe('ok');
     // Off: the threshold is not used, so none is refused (the smoke preset: 10 with 6 turns).
     for (const t of [7, 8, 100])
       expect(code(() => resolveConfig({ dapo: { turnPenalty: false, turnPenaltyThreshold: t } }))).toBe('ok');
@@ -82,12 +85,12 @@ describe('resolveConfig and the turn penalty', () => {
     const stages = [
       { iterations: 1, maxTurns: 12, maxContextTokens: 3072, tasksPerIteration: 4, turnPenaltyThreshold: 6 },
     ];
-    expect(code(() => resolveConfig({ dapo: { turnPenaltyThreshold: 20, stages } }))).toBe('ok');
+    expect(code(() => resolveConfig({ dapo: { turnPenalty: true, turnPenaltyThreshold: 20, stages } }))).toBe('ok');
   });
 
   it('refuses a threshold at or above a DAPO stage maxTurns while the penalty is on, naming the field and the stage', () => {
     for (const t of [7, 8])
-      expect(code(() => resolveConfig({ dapo: { turnPenaltyThreshold: t } }))).toBe(
+      expect(code(() => resolveConfig({ dapo: { turnPenalty: true, turnPenaltyThreshold: t } }))).toBe(
         `INVALID_CONFIG: config field dapo.turnPenaltyThreshold must be below dapo.stages[0].maxTurns (7) with dapo.turnPenalty (set dapo.turnPenalty false for none), got ${t}; see docs/training.md, "Configs"`,
       );
     // The section's threshold (10) applies to both stages; the second has only 10 turns.
@@ -95,12 +98,12 @@ describe('resolveConfig and the turn penalty', () => {
       { iterations: 1, maxTurns: 12, maxContextTokens: 3072, tasksPerIteration: 4 },
       { iterations: 1, maxTurns: 10, maxContextTokens: 3072, tasksPerIteration: 4 },
     ];
-    expect(code(() => resolveConfig({ dapo: { turnPenaltyThreshold: 10, stages } }))).toMatch(
+    expect(code(() => resolveConfig({ dapo: { turnPenalty: true, turnPenaltyThreshold: 10, stages } }))).toMatch(
       /^INVALID_CONFIG: config field dapo\.turnPenaltyThreshold must be below dapo\.stages\[1\]\.maxTurns \(10\)/,
     );
     // A stage's own threshold is named as the stage's.
     const own = [stages[0], { ...stages[1], turnPenaltyThreshold: 11 }];
-    expect(code(() => resolveConfig({ dapo: { turnPenaltyThreshold: 4, stages: own } }))).toMatch(
+    expect(code(() => resolveConfig({ dapo: { turnPenalty: true, turnPenaltyThreshold: 4, stages: own } }))).toMatch(
       /^INVALID_CONFIG: config field dapo\.stages\[1\]\.turnPenaltyThreshold must be below dapo\.stages\[1\]\.maxTurns \(10\).*got 11/,
     );
     // The paper preset turns it on at 10: a stage of 10 turns is refused.
