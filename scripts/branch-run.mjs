@@ -69,10 +69,7 @@ function goBackTo(phase) {
     console.error(`${run} no longer holds ${lastTrained}'s checkpoint (checkpoints/${checkpointName(lastTrained)})`);
     process.exit(2);
   }
-  for (const p of dropped) {
-    rmSync(join(out, 'rollouts', `${p}.msgpack`), { force: true });
-    rmSync(join(out, 'checkpoints', checkpointName(p)), { recursive: true, force: true });
-  }
+  for (const p of dropped) rmSync(join(out, 'checkpoints', checkpointName(p)), { recursive: true, force: true });
   rmSync(join(out, 'checkpoints', 'reference'), { recursive: true, force: true });
   const keptNames = new Set(kept.filter((p) => p.startsWith('eval-')).map((p) => p.slice('eval-'.length)));
   state.done = kept;
@@ -90,6 +87,7 @@ function goBackTo(phase) {
   writeFileSync(metricsPath, text);
   state.metricsBytes = Buffer.byteLength(text);
   for (const f of ['summary.json', 'report.html']) rmSync(join(out, f), { force: true });
+  // Every rollouts file of a later phase goes, the in-run validations' (val-…) too.
   for (const f of existsSync(join(out, 'rollouts')) ? readdirSync(join(out, 'rollouts')) : [])
     if (!kept.includes(f.replace(/\.msgpack$/, ''))) rmSync(join(out, 'rollouts', f), { force: true });
 }
