@@ -335,9 +335,13 @@ const dapoShape = {
   /**
    * Whether turns with a format error carry no gradient in RL (true, the default, as in RFT);
    * false trains them with their episode's advantage, so that a failed episode's malformed turns
-   * are pushed down too (the paper does not say which it did).
+   * are pushed down too (the paper does not say which it did); 'positive' masks them only in
+   * samples whose advantage is positive, so that a malformed turn is pushed down in a failed
+   * episode and never pushed up by a resolved one.
    */
-  maskFormatErrors: bool().default(true),
+  maskFormatErrors: z
+    .union([z.boolean(), z.literal('positive')], "true, false or 'positive'")
+    .default(true),
   /** Weight of the k3 KL penalty to a frozen reference (the policy where DAPO starts); 0 = off. */
   klCoef: nonNegative().default(0),
   entropyCoef: nonNegative().default(0),

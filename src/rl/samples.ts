@@ -1,6 +1,7 @@
 /**
  * From rollout records to training samples: the loss mask (the policy's own tokens; turns with a
- * format error masked out when asked, as the paper's RFT does), RFT's filter (resolved
+ * format error masked out when asked, as the paper's RFT does, or only where the advantage is
+ * positive), RFT's filter (resolved
  * trajectories only), and the policy-gradient stages' samples: records grouped by task, group
  * advantages (advantages.ts), DAPO's dynamic sampling (groups whose rewards are all equal carry
  * no signal and are dropped) and overlong filtering as an option.
@@ -30,7 +31,11 @@ export interface PolicySampleOptions {
   dropZeroAdvantage?: boolean;
   /** Drop episodes that ended on the context or turn limit instead of keeping them as negatives (default false). */
   filterOverlong?: boolean;
-  maskFormatErrors?: boolean;
+  /**
+   * Format-error turns carry no gradient: true (default) in every sample, false in none,
+   * 'positive' in samples whose advantage is above 0 only (pushed down, never up).
+   */
+  maskFormatErrors?: boolean | 'positive';
   /** GRPO's std epsilon (default 1e-6). */
   eps?: number;
 }
@@ -111,7 +116,9 @@ export function policySamples(records: RolloutRecord[], o: PolicySampleOptions =
     }
     const adv = groupAdvantages(rewards, o.estimator ?? 'grpo', o.eps ?? 1e-6);
     members.forEach((r, k) => {
-      const mask = lossMask(r, o);
+      const a = adv[k] as number;
+      const maskFormatErrors = o.maskFormatErrors === 'positive' ? a > 0 : (o.maskFormatErrors ?? true);
+      const mask = lossMask(r, { maskFormatErrors });
       if (!mask.some((x) => x !== 0)) {
         out.droppedUntrained++;
         return;
@@ -119,7 +126,7 @@ export function policySamples(records: RolloutRecord[], o: PolicySampleOptions =
       out.samples.push({
         tokens: r.tokens,
         lossMask: mask,
-        advantage: adv[k] as number,
+        advantage: a,
         oldLogprobs: r.logprobs,
       });
       out.records.push(r);

@@ -444,6 +444,29 @@ describe.skipIf(!canSandbox)('rollouts and the trainer', () => {
     expect(masked.samples.map((x) => x.advantage)).toEqual(batch.samples.slice(0, 2).map((x) => x.advantage));
     const unmasked = policySamples(withMalformed as never, { maskFormatErrors: false });
     expect([unmasked.droppedUntrained, unmasked.samples.length]).toEqual([0, 3]);
+    // 'positive': a format-error turn is masked in a resolved episode (advantage > 0) and trained
+    // in a failed one (advantage < 0), so it is only ever pushed down.
+    const twoTurns = (reward: number) => ({
+      ...rec('c', reward, reward === 1),
+      tokens: Int32Array.of(1, 2, 3, 4, 5),
+      assistantMask: Uint8Array.of(0, 1, 1, 1, 1),
+      logprobs: new Float32Array(5),
+      turns: [
+        { start: 1, end: 3, formatError: 'no command', command: null, exitCode: null },
+        { start: 3, end: 5, formatError: null, command: 'submit', exitCode: 0 },
+      ],
+    });
+    const mixed = [twoTurns(1), twoTurns(0)];
+    const positive = policySamples(mixed as never, { maskFormatErrors: 'positive' });
+    expect(positive.samples.map((x) => Math.sign(x.advantage as number))).toEqual([1, -1]);
+    expect(positive.samples.map((x) => Array.from(x.lossMask))).toEqual([
+      [0, 0, 0, 1, 1],
+      [0, 1, 1, 1, 1],
+    ]);
+    expect(policySamples(mixed as never).samples.map((x) => Array.from(x.lossMask))).toEqual([
+      [0, 0, 0, 1, 1],
+      [0, 0, 0, 1, 1],
+    ]);
   });
 });
 

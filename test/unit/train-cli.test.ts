@@ -71,6 +71,7 @@ describe('node train.js', () => {
       bad({ miniSwe: { issue: 'error' }, warmStart: { style: 'thorough' } }, /warmStart\.style/); // needs the script
       bad({ dapo: { klCoef: 'high' } }, /dapo\.klCoef/);
       bad({ dapo: { maskFormatErrors: 1 } }, /dapo\.maskFormatErrors/);
+      bad({ dapo: { maskFormatErrors: 'negative' } }, /dapo\.maskFormatErrors.*'positive'/);
       bad({ rft: { tasks: 64 } }, /rft\.tasks/); // none left for DAPO
       bad({ warmStart: { foreignFormat: -0.1 } }, /warmStart\.foreignFormat/);
       bad({ tokenizer: { split: 'words' } }, /tokenizer\.split/);
