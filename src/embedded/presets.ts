@@ -7,34 +7,33 @@ import type { PresetConfig } from '../pipeline/config.js';
 
 /**
  * The default is the task design and budget the learnability probes found a model trained from
- * scratch can learn on 2 cores (docs/results.md): name slips whose issue is the error
- * alone, every task with its own local names (renameLocals, so a name must be read, not
- * recalled), the direct expert, a 0.9 M-parameter model with copy pretraining and the
- * 'identifiers' tokenizer, the compact prompt, demonstrations from half the training tasks and
- * RL on the other half. The warm start swaps every demonstration's names afresh each epoch
- * (freshNames), so the base copies the name in the error; half of the demonstrations write
- * another scaffold's fences (foreignFormat 0.5), so that, like the paper's base model, it fails
- * mostly on format errors, per episode at random, which RFT and DAPO learn away from the reward.
- * RFT samples 10 per task and trains one epoch, as the paper does: with 3 samples its kept count
- * swung from 4 to 13 between runs on different machines, and with 4 it changed nothing. DAPO
- * samples 8 per task, so that few groups are flat, with format-error turns of failed episodes trained, on 8 tasks per
- * iteration in 2 optimizer steps of 32 samples (4 groups) each, the paper's shape of many
- * trajectories per step (128) and 2-8 steps per iteration: with 4 steps of 8 samples (one group)
- * per step, the updates read as noise, and DAPO ended below RFT on seeds 1 and 2. It refills flat
- * groups from the iteration's unused tasks for up to 2 rounds (DAPO's dynamic sampling), so that
- * every step trains on full groups: without refill, seed 2's iterations trained 0 to 16 samples
- * and DAPO ended below RFT. The turn penalty is off: with it from turn 5 of the 7, an unresolved
- * episode that submits early earned more than one that kept trying, and DAPO learned to submit
- * rather than to fix; on the validation split, DAPO from the RFT policies of seeds 501-505 lost
- * 5.4 points of Pass@1 on average with the penalty (on four seeds of five) and gained 2.3 without
- * it (−4.9 to +6.8), more than with it on every seed
- * (scripts/branch-run.mjs --after eval-rft, docs/results.md). A higher rate (3e-4) without the
- * penalty collapsed seed 501's policy (43.5% -> 17.4%). DAPO runs 16 iterations: in the study of
- * seeds 601-605 the resolved share of its own rollouts was still rising at iteration 8 on every
- * seed, and on the validation split, DAPO continued from the 8th to the 16th iteration raised
- * Pass@1 on seeds 501-503 and 505 (+4.2 to +8.3 points) and held it on 504 (docs/results.md
- * "How long DAPO runs"); DAPO's share of a run alone went from 177 s (seed 605, 8 iterations)
- * to 328 s (seed 705, 16).
+ * scratch can learn on 2 cores (docs/results.md): name slips whose issue is the error alone, every
+ * task with its own local names (renameLocals, so a name must be read, not recalled), the direct
+ * expert, a 0.9 M-parameter model with copy pretraining and the 'identifiers' tokenizer, the
+ * compact prompt, demonstrations from half the training tasks and RL on the other half. The warm
+ * start swaps every demonstration's names afresh each epoch (freshNames), so the base copies the
+ * name in the error; half of the demonstrations write another scaffold's fences (foreignFormat
+ * 0.5), so that, like the paper's base model, it fails mostly on format errors, per episode at
+ * random, which RFT and DAPO learn away from the reward. RFT samples 10 per task and trains one
+ * epoch, as the paper does: with 3 samples its kept count swung from 4 to 13 between runs on
+ * different machines, and with 4 it changed nothing. DAPO samples 8 per task, so that few groups
+ * are flat, with failed episodes' format-error turns trained, on 8 tasks per iteration in 2
+ * optimizer steps of 32 samples (4 groups) each, the paper's shape of many trajectories per step
+ * (128) and 2-8 steps per iteration: with 4 steps of 8 samples (one group) per step, the updates
+ * read as noise, and DAPO ended below RFT on seeds 1 and 2. It refills flat groups from the
+ * iteration's unused tasks for up to 2 rounds (DAPO's dynamic sampling), so that every step trains
+ * on full groups: without refill, seed 2's iterations trained 0 to 16 samples and DAPO ended below
+ * RFT. The turn penalty is off: with it from turn 5 of the 7, an unresolved episode that submits
+ * early earned more than one that kept trying, and DAPO learned to submit rather than to fix; on
+ * the validation split, DAPO from the RFT policies of seeds 501-505 lost 5.4 points of Pass@1 on
+ * average with the penalty (on four seeds of five) and gained 2.3 without it (−4.9 to +6.8), more
+ * than with it on every seed (scripts/branch-run.mjs --after eval-rft, docs/results.md). A higher
+ * rate (3e-4) without the penalty collapsed seed 501's policy (43.5% -> 17.4%). DAPO runs 16
+ * iterations: in the study of seeds 601-605 the resolved share of its own rollouts was still rising
+ * at iteration 8 on every seed, and on the validation split, DAPO continued from the 8th to the
+ * 16th iteration raised Pass@1 on seeds 501-503 and 505 (+4.2 to +8.3 points) and held it on 504
+ * (docs/results.md "How long DAPO runs"); DAPO's share of a run alone went from 177 s (seed 605, 8
+ * iterations) to 328 s (seed 705, 16).
  * Format-error turns are masked in samples with a positive advantage only ('positive'): trained
  * with a resolved episode's advantage, they were pushed up, and format errors rose in DAPO's
  * rollouts on some seeds (701, 503); on the validation split, from the RFT policies of seeds

@@ -1,10 +1,9 @@
 /**
  * From rollout records to training samples: the loss mask (the policy's own tokens; turns with a
  * format error masked out when asked, as the paper's RFT does, or only where the advantage is
- * positive), RFT's filter (resolved
- * trajectories only), and the policy-gradient stages' samples: records grouped by task, group
- * advantages (advantages.ts), DAPO's dynamic sampling (groups whose rewards are all equal carry
- * no signal and are dropped) and overlong filtering as an option.
+ * positive), RFT's filter (resolved trajectories only), and the policy-gradient stages' samples:
+ * records grouped by task, group advantages (advantages.ts), DAPO's dynamic sampling (groups whose
+ * rewards are all equal carry no signal and are dropped) and overlong filtering as an option.
  */
 import type { RolloutRecord } from '../rollout/record.js';
 import type { PolicySample, TrainSample } from '../train/trainer.js';
