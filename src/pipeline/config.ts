@@ -339,9 +339,7 @@ const dapoShape = {
    * samples whose advantage is positive, so that a malformed turn is pushed down in a failed
    * episode and never pushed up by a resolved one.
    */
-  maskFormatErrors: z
-    .union([z.boolean(), z.literal('positive')], "true, false or 'positive'")
-    .default(true),
+  maskFormatErrors: z.union([z.boolean(), z.literal('positive')], "true, false or 'positive'").default(true),
   /** Weight of the k3 KL penalty to a frozen reference (the policy where DAPO starts); 0 = off. */
   klCoef: nonNegative().default(0),
   entropyCoef: nonNegative().default(0),
