@@ -152,8 +152,11 @@ const miniSweShape = {
   renameLocals: bool().default(false),
   /** What a mutant task's issue shows: the failing test and its error, or the error only. */
   issue: oneOf(['reproduction', 'error']).default('reproduction'),
-  /** Which modules (generateMiniSweTasks' `catalogue`): the core four, or fifteen. */
-  catalogue: oneOf(['core', 'wide']).default('core'),
+  /**
+   * Which modules (generateMiniSweTasks' `catalogue`): the core four, fifteen, or the fifteen's
+   * code merged into the core's four files.
+   */
+  catalogue: oneOf(['core', 'wide', 'merged']).default('core'),
   /**
    * Draw each split's tasks from distinct bug sites while the split has sites left
    * (generateMiniSweTasks' `distinctSites`), so that N held-out tasks measure N sites, not a

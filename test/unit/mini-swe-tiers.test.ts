@@ -234,6 +234,58 @@ describe.skipIf(!canSandbox)('test-derived reproductions and tiers', () => {
     });
   }, 180_000);
 
+  it("catalogue 'merged': the fifteen modules' code in the core's four files; the test split spans >= 40 sites, none a training site, no file above 40%", async () => {
+    const merged = catalogueModules('merged');
+    expect(merged.map((m) => m.file)).toEqual(CATALOGUE.map((m) => m.file));
+    const wide = catalogueModules('wide');
+    for (const w of wide) {
+      const home = merged.filter((m) => m.source.includes(w.source.trim()));
+      expect(home.length, w.name).toBe(1); // each module's code, whole, in exactly one file
+    }
+    // Each core module keeps its own lines, so its slips keep their ids and splits.
+    for (const core of CATALOGUE) {
+      const m = merged.find((x) => x.name === core.name) as (typeof merged)[number];
+      expect(m.source.startsWith(core.source.trimEnd())).toBe(true);
+      const clean = await runAllTests({ [m.file]: m.source, [m.testFile]: m.tests });
+      expect(Object.keys(clean).length, m.name).toBeGreaterThan(
+        Object.keys(await runAllTests({ [core.file]: core.source, [core.testFile]: core.tests })).length,
+      );
+      expect(
+        Object.values(clean).every((v) => v === 'pass'),
+        m.name,
+      ).toBe(true);
+    }
+    const perModule = new Map<string, number>();
+    for (const m of merged)
+      for (const x of nameSlips(m.source))
+        if (bugSplit(m.name, x.id) === 'test') perModule.set(m.name, (perModule.get(m.name) ?? 0) + 1);
+    const total = [...perModule.values()].reduce((a, b) => a + b, 0);
+    expect(total).toBeGreaterThanOrEqual(40);
+    expect(perModule.size).toBe(4);
+    for (const [name, n] of perModule) expect(n / total, name).toBeLessThanOrEqual(0.4);
+    const options = {
+      difficulty: 0,
+      kinds: ['misspelled-name'],
+      renameLocals: true,
+      issue: 'error' as const,
+      catalogue: 'merged' as const,
+      distinctSites: true,
+    };
+    const site = (id: string) => /^mini-swe__([a-z]+)-(.+)-\d+-\d+$/.exec(id)?.slice(1, 3) as [string, string];
+    const held = await generateMiniSweTasks({ count: 12, seed: 4, split: 'test', ...options });
+    expect(new Set(held.map((t) => t.instance_id.replace(/-\d+-\d+$/, ''))).size).toBe(12);
+    // Sites past the core's own lines: the code that came from the wide modules.
+    const coreLines = new Map(CATALOGUE.map((m) => [m.name, m.source.trimEnd().split('\n').length]));
+    const line = (id: string) => Number(/-l(\d+)-/.exec(id)?.[1]);
+    expect(held.some((t) => line(t.instance_id) > (coreLines.get(site(t.instance_id)[0]) ?? 0))).toBe(true);
+    for (const t of held) expect(bugSplit(...site(t.instance_id))).toBe('test');
+    for (const t of held.slice(0, 2)) {
+      expect(Object.keys(t.files ?? {}).filter((f) => f.startsWith('src/'))).toHaveLength(1);
+      const tr = await runEpisode({ task: t, policy: expertPolicy(t, { style: 'direct' }) });
+      expect((await evaluatePatch(t, tr.patch)).resolved, t.instance_id).toBe(true);
+    }
+  }, 180_000);
+
   it('warmStart.foreignFormat: that share of the demonstrations, chosen by seed, write ```bash fences over the same observations; this scaffold refuses them', async () => {
     const tasks = await generateMiniSweTasks({ count: 2, seed: 3, difficulty: 0, kinds: ['misspelled-name'] });
     const demoTasks = [0, 1, 0, 1, 0].map((i) => tasks[i] as (typeof tasks)[number]);

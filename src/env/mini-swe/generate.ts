@@ -23,6 +23,7 @@ import { allTestResults } from '../evaluate.js';
 import { LocalSandbox } from '../sandbox.js';
 import type { SweTask } from '../tasks.js';
 import { CATALOGUE, type ModuleTemplate, type Mutation } from './catalogue.js';
+import { MERGED_MODULES } from './catalogue-merged.js';
 import { WIDE_MODULES } from './catalogue-wide.js';
 import {
   type LineMutation,
@@ -69,10 +70,11 @@ export interface MiniSweOptions {
   /**
    * Which modules: 'core' (default) the four of CATALOGUE; 'wide' those and the eleven of
    * WIDE_MODULES, so that each split spans many bug sites in many modules (the core catalogue's
-   * misspelled-name test split is 11 sites, the wide one's 72). Distractors come from the
-   * same set.
+   * misspelled-name test split is 11 sites, the wide one's 72); 'merged' the code of those
+   * fifteen in the core's four files (MERGED_MODULES), as many sites in four files. Distractors
+   * come from the same set.
    */
-  catalogue?: 'core' | 'wide';
+  catalogue?: MiniSweCatalogue;
   /**
    * Draw the tasks from distinct bug sites while the split has sites left (default false: each
    * task draws a site at random, so a split's tasks can repeat its most common sites). Task i
@@ -86,9 +88,13 @@ export interface MiniSweOptions {
 /** The splits of a generated suite, disjoint by bug site. */
 export type MiniSweSplit = 'train' | 'validation' | 'test';
 
+/** The catalogue options: four modules, fifteen, or fifteen modules' code in four files. */
+export type MiniSweCatalogue = 'core' | 'wide' | 'merged';
+
 /** The modules of a catalogue option. */
-export function catalogueModules(catalogue: 'core' | 'wide' = 'core'): ModuleTemplate[] {
-  return catalogue === 'wide' ? [...CATALOGUE, ...WIDE_MODULES] : CATALOGUE;
+export function catalogueModules(catalogue: MiniSweCatalogue = 'core'): ModuleTemplate[] {
+  if (catalogue === 'wide') return [...CATALOGUE, ...WIDE_MODULES];
+  return catalogue === 'merged' ? MERGED_MODULES : CATALOGUE;
 }
 
 /** Every bug kind a mini-SWE task can have. */
@@ -270,8 +276,8 @@ export async function generateMiniSweTasks(o: MiniSweOptions): Promise<SweTask[]
     )
       throw invalidArgument('kinds', `a non-empty array of ${BUG_KINDS.join(', ')}`, o.kinds);
   }
-  if (o.catalogue !== undefined && o.catalogue !== 'core' && o.catalogue !== 'wide')
-    throw invalidArgument('catalogue', "'core' or 'wide'", o.catalogue);
+  if (o.catalogue !== undefined && o.catalogue !== 'core' && o.catalogue !== 'wide' && o.catalogue !== 'merged')
+    throw invalidArgument('catalogue', "'core', 'wide' or 'merged'", o.catalogue);
   const modules = catalogueModules(o.catalogue);
   const pool = candidates(modules, split, difficulty, o.kinds ? new Set(o.kinds) : undefined);
   const dead = new Set<string>(); // mutants no test kills (or whose check does not show the bug)
