@@ -20,10 +20,9 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { demoSample, expertDemos } from '../dist/embedded/demonstrations.js';
-import { slipPair, withFreshNames } from '../dist/embedded/fresh-names.js';
+import { expertDemos } from '../dist/embedded/demonstrations.js';
+import { nameLoss } from '../dist/embedded/name-loss.js';
 import { warmStartOn } from '../dist/embedded/warm-start.js';
-import { NAME_POOL } from '../dist/env/mini-swe/mutate.js';
 import { Engine, Model, Tokenizer } from '../dist/index.js';
 import { resolveConfig } from '../dist/pipeline/config.js';
 import { generateSplit } from '../dist/pipeline/run.js';
@@ -73,52 +72,6 @@ async function demosFor(c) {
   writeFileSync(`${path}.${process.pid}`, JSON.stringify({ key, pool, demos }));
   renameSync(`${path}.${process.pid}`, path);
   return { key, pool, demos };
-}
-
-/**
- * Mean loss on the fix's names and on the other trained tokens of `demos` (names drawn by `rng`).
- * A token counts as a name's when its characters overlap a whole-word occurrence of the slip or
- * the right name inside an assistant message.
- */
-async function nameLoss(model, tokenizer, demos, rng) {
-  const acc = { name: [0, 0], other: [0, 0] };
-  for (const d0 of demos) {
-    const d = withFreshNames(d0, NAME_POOL, rng);
-    const pair = slipPair(d.patch);
-    const s = demoSample(d, tokenizer);
-    const T = s.tokens.length;
-    const mask = new Float32Array(T - 1);
-    for (let t = 0; t < T - 1; t++) mask[t] = s.lossMask[t + 1];
-    const { logprobs } = await model.sftBackward({
-      tokens: s.tokens.subarray(0, T - 1),
-      targets: s.tokens.subarray(1),
-      mask,
-    });
-    model.zeroGrad();
-    // Character offsets of each token in the decoded conversation (names are ASCII).
-    const pieces = Array.from(s.tokens, (t) => tokenizer.decode([t]));
-    const starts = [];
-    let at = 0;
-    for (const p of pieces) {
-      starts.push(at);
-      at += p.length;
-    }
-    const text = pieces.join('');
-    const inName = new Uint8Array(text.length);
-    if (pair) {
-      const re = new RegExp(`\\b(${pair.slip}|${pair.right})\\b`, 'g');
-      for (const m of text.matchAll(re)) inName.fill(1, m.index, m.index + m[0].length);
-    }
-    for (let t = 0; t < T - 1; t++) {
-      if (!mask[t]) continue;
-      const tok = t + 1; // the target token
-      const name = inName.subarray(starts[tok], starts[tok] + pieces[tok].length).some((x) => x === 1);
-      const a = name ? acc.name : acc.other;
-      a[0] -= logprobs[t];
-      a[1]++;
-    }
-  }
-  return { nameLoss: acc.name[0] / Math.max(1, acc.name[1]), otherLoss: acc.other[0] / Math.max(1, acc.other[1]) };
 }
 
 const round = (x, d = 4) => Number(x.toFixed(d));

@@ -16,10 +16,12 @@ import { type Policy, type StageHooks, sftEpochs } from '../pipeline/stages.js';
 import { count } from '../pipeline/wording.js';
 import { mulberry32 } from '../random.js';
 import { Tokenizer } from '../tokenizer/tokenizer.js';
+import type { TrainSample } from '../train/trainer.js';
 import { copyPretrain } from './copy-pretrain.js';
 import { demoSample, expertDemos } from './demonstrations.js';
 import { withFreshFiles, withFreshNames } from './fresh-names.js';
 import { embeddedModelConfig } from './model.js';
+import { nameLoss } from './name-loss.js';
 import { tokenizerCorpus } from './tokenizer-corpus.js';
 
 /**
@@ -88,15 +90,55 @@ export async function warmStartOn(
         return demoSample(freshFiles ? withFreshFiles(named, stems, rng) : named, tokenizer);
       });
     };
-    const steps = await sftEpochs(
-      { model, tokenizer } as Policy,
-      samples,
-      { ...c.warmStart, warmupRatio: 0.05, seed: c.seed + 5, stage: 'warmstart' },
-      hooks,
-    );
+    const policy = { model, tokenizer } as Policy;
+    const options = { ...c.warmStart, warmupRatio: 0.05, stage: 'warmstart' };
+    const steps = await sftEpochs(policy, samples, { ...options, seed: c.seed + 5 }, hooks);
     say(
       `warm start: ${count(steps.length, 'step')}, loss ${steps[0]?.loss.toFixed(3)} -> ${steps.at(-1)?.loss.toFixed(3)}`,
     );
+    await trainToNameLoss(c, policy, demos, samples, options, hooks, say);
   }
   return { model, tokenizer };
+}
+
+/**
+ * `warmStart.targetNameLoss`: while the loss on the fix's names is above the target, blocks of
+ * `extendEpochs` more epochs (epoch indices after `epochs`, so the fresh names keep coming from
+ * the same stream), each a new warmup-cosine cycle at `lr` with a new AdamW, at most
+ * `maxExtraEpochs` in all. Each measure draws its names from its own seeded stream, one the
+ * epochs never draw. Logs one `name-loss` event per measure.
+ */
+async function trainToNameLoss(
+  c: PipelineConfig,
+  policy: Policy,
+  demos: Trajectory[],
+  samples: (epoch: number) => TrainSample[],
+  options: Omit<Parameters<typeof sftEpochs>[2], 'seed'>,
+  hooks: StageHooks,
+  say: (line: string) => void,
+): Promise<void> {
+  const { targetNameLoss: target, extendEpochs, maxExtraEpochs, epochs } = c.warmStart;
+  if (target === null) return;
+  let extra = 0;
+  for (;;) {
+    const measure = await nameLoss(policy.model, policy.tokenizer, demos, mulberry32(c.seed * 7717 + 99 + extra));
+    const more = Math.min(extendEpochs, maxExtraEpochs - extra);
+    const goOn = measure.nameLoss > target && more > 0;
+    hooks.log({
+      stage: 'warmstart',
+      event: 'name-loss',
+      epochs: epochs + extra,
+      nameLoss: measure.nameLoss,
+      otherLoss: measure.otherLoss,
+      target,
+      extend: goOn ? more : 0,
+    });
+    say(
+      `warm start: loss on the fix's names ${measure.nameLoss.toFixed(3)} after ${count(epochs + extra, 'epoch')} (target ${target})${goOn ? `: ${count(more, 'more epoch')}` : ''}`,
+    );
+    if (!goOn) return;
+    const from = epochs + extra;
+    await sftEpochs(policy, (e) => samples(from + e), { ...options, epochs: more, seed: c.seed + 5 + from }, hooks);
+    extra += more;
+  }
 }

@@ -244,6 +244,20 @@ const warmStartShape = {
   epochs: int(0).default(2),
   lr: nonNegative().default(2e-3),
   batchSize: int(1).default(8),
+  /**
+   * With a number, the warm start trains on past `epochs` while the model's loss on the fix's
+   * names (nameLoss: the demonstrations with names drawn afresh, a stream the epochs never drew)
+   * is above it: blocks of `extendEpochs` epochs, each a new warmup-cosine cycle at `lr`, at most
+   * `maxExtraEpochs` in all. A seed whose warm start did not learn to copy the name from the
+   * error gets more steps, the others none. null (default): `epochs` only.
+   */
+  targetNameLoss: z
+    .number('null or a number greater than 0')
+    .gt(0, 'null or a number greater than 0')
+    .nullable()
+    .default(null),
+  extendEpochs: int(1).default(10),
+  maxExtraEpochs: int(0).default(20),
   /** The warm start's AdamW (weight decay 0.01 by default). */
   optimizer: optimizer(0.01) as Section<OptimizerShape>,
 };
