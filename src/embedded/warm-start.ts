@@ -117,8 +117,8 @@ async function trainToNameLoss(
   hooks: StageHooks,
   say: (line: string) => void,
 ): Promise<void> {
-  const { targetNameLoss: target, extendEpochs, maxExtraEpochs, epochs } = c.warmStart;
-  if (target === null) return;
+  const { targetNameLoss: target, extendEpochs = 10, maxExtraEpochs = 20, epochs } = c.warmStart;
+  if (target === undefined || target === null) return;
   let extra = 0;
   for (;;) {
     const measure = await nameLoss(policy.model, policy.tokenizer, demos, mulberry32(c.seed * 7717 + 99 + extra));

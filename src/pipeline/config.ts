@@ -249,15 +249,17 @@ const warmStartShape = {
    * names (nameLoss: the demonstrations with names drawn afresh, a stream the epochs never drew)
    * is above it: blocks of `extendEpochs` epochs, each a new warmup-cosine cycle at `lr`, at most
    * `maxExtraEpochs` in all. A seed whose warm start did not learn to copy the name from the
-   * error gets more steps, the others none. null (default): `epochs` only.
+   * error gets more steps, the others none. Absent or null: `epochs` only. The three keys have
+   * no defaults in the resolved config (absent means off, 10 and 20), so that configs without
+   * them keep their configHash.
    */
   targetNameLoss: z
     .number('null or a number greater than 0')
     .gt(0, 'null or a number greater than 0')
     .nullable()
-    .default(null),
-  extendEpochs: int(1).default(10),
-  maxExtraEpochs: int(0).default(20),
+    .optional(),
+  extendEpochs: int(1).optional(),
+  maxExtraEpochs: int(0).optional(),
   /** The warm start's AdamW (weight decay 0.01 by default). */
   optimizer: optimizer(0.01) as Section<OptimizerShape>,
 };
