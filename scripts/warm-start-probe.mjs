@@ -21,13 +21,12 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeF
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { expertDemos } from '../dist/embedded/demonstrations.js';
-import { nameLoss } from '../dist/embedded/name-loss.js';
+import { nameLoss, nameLossStream } from '../dist/embedded/name-loss.js';
 import { warmStartOn } from '../dist/embedded/warm-start.js';
 import { Engine, Model, Tokenizer } from '../dist/index.js';
 import { resolveConfig } from '../dist/pipeline/config.js';
 import { generateSplit } from '../dist/pipeline/run.js';
 import { episodeStats, evaluate } from '../dist/pipeline/stages.js';
-import { mulberry32 } from '../dist/random.js';
 
 const { values } = parseArgs({
   options: {
@@ -54,7 +53,17 @@ const overrides = JSON.parse(values.set);
 /** The demonstration pool and its recorded demonstrations for a seed, recorded once. */
 async function demosFor(c) {
   const path = join(out, `demos-seed-${c.seed}.json`);
-  const key = JSON.stringify({ miniSwe: c.miniSwe, ...c.warmStart, epochs: 0, lr: 0, copySteps: 0, optimizer: 0 });
+  // Only what the demonstrations depend on (the training settings left out, absent ones dropped).
+  const training = {
+    epochs: 0,
+    lr: 0,
+    copySteps: 0,
+    optimizer: 0,
+    targetNameLoss: undefined,
+    extendEpochs: undefined,
+    maxExtraEpochs: undefined,
+  };
+  const key = JSON.stringify({ miniSwe: c.miniSwe, ...c.warmStart, ...training });
   if (existsSync(path)) {
     const cached = JSON.parse(readFileSync(path, 'utf8'));
     if (cached.key === key) return cached;
@@ -91,7 +100,7 @@ for (const seed of values.seeds.split(',').map(Number)) {
   const warmSeconds = (performance.now() - tw) / 1000;
   const lastEpoch = steps.at(-1)?.epoch;
   const last = steps.filter((e) => e.epoch === lastEpoch);
-  const names = await nameLoss(model, tokenizer, demos, mulberry32(seed * 7717 + 99));
+  const names = await nameLoss(model, tokenizer, demos, nameLossStream(seed));
   const engine = new Engine({
     model,
     kvBlocks: c.engine.kvBlocks,

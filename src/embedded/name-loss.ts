@@ -7,7 +7,9 @@
 import type { Trajectory } from '../agent/episode.js';
 import { NAME_POOL } from '../env/mini-swe/mutate.js';
 import type { Model } from '../model/model.js';
+import { mulberry32 } from '../random.js';
 import type { Tokenizer } from '../tokenizer/tokenizer.js';
+import { sequenceLogprobs } from '../train/reference.js';
 import { demoSample } from './demonstrations.js';
 import { slipPair, withFreshNames } from './fresh-names.js';
 
@@ -21,10 +23,18 @@ export interface NameLoss {
 }
 
 /**
+ * The stream a seed's name-loss measures draw their names from (`offset` for a later measure of
+ * the same run): one the warm-start epochs never draw (they use `seed * 611953 + epoch`).
+ */
+export function nameLossStream(seed: number, offset = 0): () => number {
+  return mulberry32(seed * 7717 + 99 + offset);
+}
+
+/**
  * The mean loss on the fix's names and on the other trained tokens of `demos`, each with names
  * drawn by `rng` (withFreshNames). A token counts as a name's when its characters overlap a
- * whole-word occurrence of the slip or the right name. Forward and backward passes only: the
- * model's gradients are cleared after each demonstration and its weights are not changed.
+ * whole-word occurrence of the slip or the right name. One forward pass per demonstration
+ * (sequenceLogprobs, the trainer's logprobs bit for bit); the model is not changed.
  */
 export async function nameLoss(
   model: Model,
@@ -39,15 +49,8 @@ export async function nameLoss(
     const s = demoSample(d, tokenizer);
     const T = s.tokens.length;
     if (T < 2) continue;
-    const mask = new Float32Array(T - 1);
-    for (let t = 0; t < T - 1; t++) mask[t] = s.lossMask[t + 1] as number;
-    if (!mask.some((x) => x > 0)) continue;
-    const { logprobs } = await model.sftBackward({
-      tokens: s.tokens.subarray(0, T - 1),
-      targets: s.tokens.subarray(1),
-      mask,
-    });
-    model.zeroGrad();
+    if (!s.lossMask.subarray(1).some((x) => x > 0)) continue;
+    const logprobs = await sequenceLogprobs(model, s.tokens); // logprobs[t]: token t given those before
     // Character offsets of each token in the decoded conversation (names are ASCII).
     const pieces = Array.from(s.tokens, (t) => tokenizer.decode([t]));
     const starts: number[] = [];
@@ -62,13 +65,12 @@ export async function nameLoss(
       const re = new RegExp(`\\b(${pair.slip}|${pair.right})\\b`, 'g');
       for (const m of text.matchAll(re)) inName.fill(1, m.index, m.index + m[0].length);
     }
-    for (let t = 0; t < T - 1; t++) {
-      if (!mask[t]) continue;
-      const tok = t + 1; // the target token
+    for (let tok = 1; tok < T; tok++) {
+      if (!s.lossMask[tok]) continue;
       const start = starts[tok] as number;
       const name = inName.subarray(start, start + (pieces[tok] as string).length).some((x) => x === 1);
       const a = name ? acc.name : acc.other;
-      a[0] -= logprobs[t] as number;
+      a[0] -= logprobs[tok] as number;
       a[1]++;
     }
   }

@@ -21,7 +21,7 @@ import { copyPretrain } from './copy-pretrain.js';
 import { demoSample, expertDemos } from './demonstrations.js';
 import { withFreshFiles, withFreshNames } from './fresh-names.js';
 import { embeddedModelConfig } from './model.js';
-import { nameLoss } from './name-loss.js';
+import { nameLoss, nameLossStream } from './name-loss.js';
 import { tokenizerCorpus } from './tokenizer-corpus.js';
 
 /**
@@ -105,8 +105,8 @@ export async function warmStartOn(
  * `warmStart.targetNameLoss`: while the loss on the fix's names is above the target, blocks of
  * `extendEpochs` more epochs (epoch indices after `epochs`, so the fresh names keep coming from
  * the same stream), each a new warmup-cosine cycle at `lr` with a new AdamW, at most
- * `maxExtraEpochs` in all. Each measure draws its names from its own seeded stream, one the
- * epochs never draw. Logs one `name-loss` event per measure.
+ * `maxExtraEpochs` in all. Each measure draws its names from its own stream (nameLossStream),
+ * one the epochs never draw. Logs one `name-loss` event per measure.
  */
 async function trainToNameLoss(
   c: PipelineConfig,
@@ -121,7 +121,7 @@ async function trainToNameLoss(
   if (target === undefined || target === null) return;
   let extra = 0;
   for (;;) {
-    const measure = await nameLoss(policy.model, policy.tokenizer, demos, mulberry32(c.seed * 7717 + 99 + extra));
+    const measure = await nameLoss(policy.model, policy.tokenizer, demos, nameLossStream(c.seed, extra));
     const more = Math.min(extendEpochs, maxExtraEpochs - extra);
     const goOn = measure.nameLoss > target && more > 0;
     hooks.log({

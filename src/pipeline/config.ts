@@ -8,7 +8,7 @@
 import { readFile } from 'node:fs/promises';
 import * as z from 'zod';
 import { EMBEDDED_PRESETS } from '../embedded/presets.js';
-import { BUG_KINDS } from '../env/mini-swe/generate.js';
+import { BUG_KINDS, MINI_SWE_CATALOGUES } from '../env/mini-swe/generate.js';
 import { SwerlError } from '../errors.js';
 import type { LossAggregation } from '../train/losses.js';
 
@@ -156,7 +156,7 @@ const miniSweShape = {
    * Which modules (generateMiniSweTasks' `catalogue`): the core four, fifteen, or the fifteen's
    * code merged into the core's four files.
    */
-  catalogue: oneOf(['core', 'wide', 'merged']).default('core'),
+  catalogue: oneOf(MINI_SWE_CATALOGUES).default('core'),
   /**
    * Draw each split's tasks from distinct bug sites while the split has sites left
    * (generateMiniSweTasks' `distinctSites`), so that N held-out tasks measure N sites, not a

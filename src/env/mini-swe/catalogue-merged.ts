@@ -1,7 +1,7 @@
 /**
  * The merged catalogue: the code of the wide catalogue's fifteen modules in the core catalogue's
  * four files. Each core module keeps its own code at its own lines and gains the functions (and
- * tests) of three or four wide modules after it, so that a split spans as many bug sites as the
+ * tests) of two or three wide modules after it, so that a split spans as many bug sites as the
  * wide catalogue's (about 300 misspelled-name sites, about 50 in the test split) while a task's
  * repository still holds one of four files, which a small model can learn to tell apart.
  */
@@ -25,11 +25,8 @@ const IMPORT_LINE = /^import .*;\n/gm;
 /** A core module with the code, exports and tests of `parts` appended (its own lines unchanged). */
 function mergeModule(core: ModuleTemplate, parts: ModuleTemplate[]): ModuleTemplate {
   const exports = [...core.exports, ...parts.flatMap((p) => p.exports)];
-  const seen = new Set<string>();
-  for (const name of exports) {
-    if (seen.has(name)) throw new SwerlError(`merged catalogue: ${core.name} exports ${name} twice`, 'INTERNAL');
-    seen.add(name);
-  }
+  if (new Set(exports).size !== exports.length)
+    throw new SwerlError(`merged catalogue: ${core.name} would export a name twice`, 'INTERNAL');
   const source = `${[core.source.trimEnd(), ...parts.map((p) => p.source.trimEnd())].join('\n\n')}\n`;
   // One import block for the whole suite (an import declared twice is a SyntaxError), then each
   // part's tests without their own imports.

@@ -70,7 +70,7 @@ export interface MiniSweOptions {
   /**
    * Which modules: 'core' (default) the four of CATALOGUE; 'wide' those and the eleven of
    * WIDE_MODULES, so that each split spans many bug sites in many modules (the core catalogue's
-   * misspelled-name test split is 11 sites, the wide one's 72); 'merged' the code of those
+   * misspelled-name test split is 9 sites, the wide one's 48); 'merged' the code of those
    * fifteen in the core's four files (MERGED_MODULES), as many sites in four files. Distractors
    * come from the same set.
    */
@@ -89,7 +89,8 @@ export interface MiniSweOptions {
 export type MiniSweSplit = 'train' | 'validation' | 'test';
 
 /** The catalogue options: four modules, fifteen, or fifteen modules' code in four files. */
-export type MiniSweCatalogue = 'core' | 'wide' | 'merged';
+export const MINI_SWE_CATALOGUES = ['core', 'wide', 'merged'] as const;
+export type MiniSweCatalogue = (typeof MINI_SWE_CATALOGUES)[number];
 
 /** The modules of a catalogue option. */
 export function catalogueModules(catalogue: MiniSweCatalogue = 'core'): ModuleTemplate[] {
@@ -276,8 +277,8 @@ export async function generateMiniSweTasks(o: MiniSweOptions): Promise<SweTask[]
     )
       throw invalidArgument('kinds', `a non-empty array of ${BUG_KINDS.join(', ')}`, o.kinds);
   }
-  if (o.catalogue !== undefined && o.catalogue !== 'core' && o.catalogue !== 'wide' && o.catalogue !== 'merged')
-    throw invalidArgument('catalogue', "'core', 'wide' or 'merged'", o.catalogue);
+  if (o.catalogue !== undefined && !MINI_SWE_CATALOGUES.includes(o.catalogue))
+    throw invalidArgument('catalogue', MINI_SWE_CATALOGUES.map((x) => `'${x}'`).join(', '), o.catalogue);
   const modules = catalogueModules(o.catalogue);
   const pool = candidates(modules, split, difficulty, o.kinds ? new Set(o.kinds) : undefined);
   const dead = new Set<string>(); // mutants no test kills (or whose check does not show the bug)
