@@ -62,6 +62,7 @@ async function demosFor(c) {
     targetNameLoss: undefined,
     extendEpochs: undefined,
     maxExtraEpochs: undefined,
+    copyMix: undefined,
   };
   const key = JSON.stringify({ miniSwe: c.miniSwe, ...c.warmStart, ...training });
   if (existsSync(path)) {

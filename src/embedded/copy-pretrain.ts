@@ -23,21 +23,7 @@ export async function copyPretrain(
 ): Promise<StepMetrics[]> {
   if (o.steps <= 0) return [];
   const rnd = mulberry32(o.seed);
-  // Merged tokens only (ids past the 256 byte symbols, before the special tokens at the end).
-  const lo = 256;
-  const hi = Math.max(lo + 2, p.tokenizer.vocabSize - 3);
-  const token = () => lo + Math.floor(rnd() * (hi - lo));
-  const sep = 1;
-  // No random prefix before the first span: with one (up to 32 tokens), a 0.9 M-parameter model's
-  // copy loss stayed at ln(vocab) through 1,000 steps; without, it fell by two thirds in 400.
-  const sample = (): TrainSample => {
-    const span = Array.from({ length: 8 + Math.floor(rnd() * 16) }, token);
-    const tokens = [0, sep, ...span, sep, ...span];
-    const lossMask = new Uint8Array(tokens.length);
-    // The first repeated token is unpredictable; every later one is a copy.
-    for (let i = tokens.length - span.length + 1; i < tokens.length; i++) lossMask[i] = 1;
-    return { tokens: Int32Array.from(tokens), lossMask };
-  };
+  const sample = (): TrainSample => copySequence(rnd, p.tokenizer.vocabSize);
   const opt = new AdamW(p.model, {
     lr: warmupCosineLr({ peak: o.lr, warmupSteps: Math.min(20, o.steps - 1), totalSteps: o.steps + 1 }),
     ...adamwOptions(o.optimizer),
@@ -52,4 +38,23 @@ export async function copyPretrain(
     hooks.progress?.('copy pretraining', s + 1, o.steps, 'step');
   }
   return out;
+}
+
+/**
+ * One induction sequence `<s> <sep> span <sep> span` of 8 to 23 random merged tokens (ids past the
+ * 256 byte symbols, before the 3 special tokens at the end of a `vocabSize` vocabulary), drawn by
+ * `rnd`, trained on the repeated span after its first token (the first is unpredictable).
+ */
+export function copySequence(rnd: () => number, vocabSize: number): TrainSample {
+  const lo = 256;
+  const hi = Math.max(lo + 2, vocabSize - 3);
+  const token = () => lo + Math.floor(rnd() * (hi - lo));
+  const sep = 1;
+  // No random prefix before the first span: with one (up to 32 tokens), a 0.9 M-parameter model's
+  // copy loss stayed at ln(vocab) through 1,000 steps; without, it fell by two thirds in 400.
+  const span = Array.from({ length: 8 + Math.floor(rnd() * 16) }, token);
+  const tokens = [0, sep, ...span, sep, ...span];
+  const lossMask = new Uint8Array(tokens.length);
+  for (let i = tokens.length - span.length + 1; i < tokens.length; i++) lossMask[i] = 1;
+  return { tokens: Int32Array.from(tokens), lossMask };
 }

@@ -17,7 +17,7 @@ import { count } from '../pipeline/wording.js';
 import { mulberry32 } from '../random.js';
 import { Tokenizer } from '../tokenizer/tokenizer.js';
 import type { TrainSample } from '../train/trainer.js';
-import { copyPretrain } from './copy-pretrain.js';
+import { copyPretrain, copySequence } from './copy-pretrain.js';
 import { demoSample, expertDemos } from './demonstrations.js';
 import { withFreshFiles, withFreshNames } from './fresh-names.js';
 import { embeddedModelConfig } from './model.js';
@@ -79,16 +79,23 @@ export async function warmStartOn(
   if (c.warmStart.enabled && c.warmStart.epochs > 0) {
     // With freshNames, epoch e's demonstrations carry names drawn by a seeded stream of their own.
     // With freshFiles, the same stream then draws each demonstration's module file name.
-    const { freshNames, freshFiles } = c.warmStart;
+    // With copyMix, epoch e adds copy sequences drawn by another seeded stream of their own.
+    const { freshNames, freshFiles, copyMix = 0 } = c.warmStart;
     const plain = freshNames || freshFiles ? null : demos.map((d) => demoSample(d, tokenizer));
     const stems = catalogueModules(c.miniSwe.catalogue).map((m) => m.name);
-    const samples = (e: number) => {
+    const copies = Math.round(copyMix * demos.length);
+    const demoSamples = (e: number) => {
       if (plain) return plain;
       const rng = mulberry32(c.seed * 611953 + e);
       return demos.map((d) => {
         const named = freshNames ? withFreshNames(d, NAME_POOL, rng) : d;
         return demoSample(freshFiles ? withFreshFiles(named, stems, rng) : named, tokenizer);
       });
+    };
+    const samples = (e: number) => {
+      if (copies === 0) return demoSamples(e);
+      const rng = mulberry32(c.seed * 392113 + 17 + e);
+      return [...demoSamples(e), ...Array.from({ length: copies }, () => copySequence(rng, tokenizer.vocabSize))];
     };
     const policy = { model, tokenizer } as Policy;
     const options = { ...c.warmStart, warmupRatio: 0.05, stage: 'warmstart' };

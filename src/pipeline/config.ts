@@ -235,6 +235,14 @@ const warmStartShape = {
   /** Induction pretraining steps (copyPretrain) before the demonstrations; 0 = none. */
   copySteps: int(0).default(0),
   /**
+   * Rehearsal of the induction pretraining during the warm start: each epoch adds this many copy
+   * sequences (copySequence) per demonstration, drawn afresh, to the demonstrations, so that the
+   * copying circuits are trained on while the demonstrations are learned instead of being
+   * overwritten. 0.25: 24 sequences beside 96 demonstrations. Absent (no default in the resolved
+   * config, so that configs without it keep their configHash) or 0: none.
+   */
+  copyMix: nonNegative().optional(),
+  /**
    * 0: every training task gives demonstrations and RFT and DAPO train on every task. N > 0: the
    * first N training tasks give the demonstrations and RFT and DAPO train on the others, as the
    * paper's RL tasks are not its model's fine-tuning data (RL then gains only where the policy
