@@ -10,30 +10,9 @@ import { warmStartOn } from '../../src/embedded/warm-start.js';
 import { generateMiniSweTasks } from '../../src/env/mini-swe/generate.js';
 import { resolveConfig } from '../../src/pipeline/config.js';
 import { mulberry32 } from '../../src/random.js';
+import { SLIP_TASKS, smallWarmStartConfig } from '../helpers/warm-start-config.js';
 
-const SLIP_TASKS = { difficulty: 0, kinds: ['misspelled-name'], renameLocals: true, issue: 'error' as const };
-
-function config(warmStart: Record<string, unknown>) {
-  return resolveConfig(
-    {
-      seed: 3,
-      miniSwe: { trainTasks: 3, testTasks: 1, ...SLIP_TASKS },
-      embeddedModel: { hiddenSize: 32, layers: 1, heads: 2, kvHeads: 1, intermediateSize: 64 },
-      tokenizer: { vocabSize: 400 },
-      warmStart: {
-        demos: 2,
-        style: 'direct',
-        noise: 0,
-        freshNames: true,
-        copySteps: 0,
-        epochs: 2,
-        batchSize: 2,
-        ...warmStart,
-      },
-    },
-    'smoke',
-  );
-}
+const config = smallWarmStartConfig;
 
 describe('copySequence', () => {
   it('is <s> <sep> span <sep> span of merged tokens, trained on the repeat after its first token', () => {
