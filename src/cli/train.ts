@@ -16,7 +16,7 @@ import { progressLines } from './progress-lines.js';
 const USAGE = `usage: node train.js [--preset default|smoke] [--config FILE] [--out DIR] [--resume | --force]
 
 Runs the swerl pipeline: mini-SWE tasks -> warm-start -> eval -> RFT -> eval -> DAPO -> eval.
-  --preset NAME   default (about 20 min on 2 cores) or smoke (under 2 min)
+  --preset NAME   default (about 24 min on 2 cores) or smoke (under 2 min)
   --config FILE   a JSON config over a preset (model dir, tasks file, sandbox, engine, hyperparameters)
   --out DIR       the run folder (default runs/<preset>): summary.json, metrics.jsonl, report.html, checkpoints/
   --resume        continue the run in --out from its last checkpoint
