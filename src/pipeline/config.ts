@@ -306,6 +306,15 @@ const rftShape = {
    * The demonstration is not part of the trained samples' prompt.
    */
   oneShot: bool().default(false),
+  /**
+   * RFT in rounds (expert iteration): while fewer than `minKept` resolved trajectories have been
+   * kept, another round samples the tasks from the policy the previous round fine-tuned and
+   * fine-tunes on its resolved ones, at most `maxRounds` rounds in all. Unset or 0 = one round.
+   * Both keys stay out of a resolved config that does not set them (its configHash is unchanged).
+   */
+  minKept: int(0).optional(),
+  /** The most RFT rounds `minKept` may run (at least 1; 3 when unset). */
+  maxRounds: int(1).optional(),
   /** RFT's AdamW (weight decay 0.01 by default). */
   optimizer: optimizer(0.01) as Section<OptimizerShape>,
 };

@@ -428,7 +428,10 @@ async function runClaimed(c: PipelineConfig, o: RunOptions, lock: RunLock): Prom
   if (c.rft.enabled && !done('rft')) {
     const s = await rft(policy, rftTasks, c, hooks);
     say(
-      `rft: ${s.kept} resolved trajector${s.kept === 1 ? 'y' : 'ies'} kept of ${s.episodes} (${((s.resolved ?? 0) * 100).toFixed(1)}% resolved)` +
+      `rft: ${s.kept} resolved trajector${s.kept === 1 ? 'y' : 'ies'} kept of ${s.episodes}` +
+        ((s.rounds ?? 1) > 1
+          ? ` in ${s.rounds} rounds (${((s.resolved ?? 0) * 100).toFixed(1)}% resolved in the first)`
+          : ` (${((s.resolved ?? 0) * 100).toFixed(1)}% resolved)`) +
         (s.skipped
           ? '; nothing to train on: RFT step skipped, the policy is unchanged'
           : `, ${count(s.steps ?? 0, 'step')}`),

@@ -332,9 +332,13 @@ export function episodeStats(records: RolloutRecord[]): Record<string, number> {
  * RFT: k samples per training task, resolved ones kept (format errors masked), SFT. With
  * `rft.oneShot` the samples are drawn with the one-shot demonstration in the system prompt, and
  * the kept trajectories are trained with the normal one (withSystemPrompt: the same tokens after
- * the system message). The result has `kept` (trajectories), `steps` (optimizer steps) and
- * `skipped` (1 when nothing was trained: no resolved trajectory with a trained token) besides the
- * episode statistics.
+ * the system message). With `rft.minKept` > 0, RFT runs in rounds: while the trajectories kept so
+ * far number fewer than `minKept` and fewer than `rft.maxRounds` rounds have run, it samples the
+ * tasks again from the policy it has just fine-tuned (fresh sample seeds: the round is part of
+ * their hash) and fine-tunes on that round's resolved trajectories (expert iteration, for a base
+ * that solves too little for one round to teach it much). The result has the first round's
+ * episode statistics (the base policy's), `kept` and `episodes` over all rounds, `rounds`,
+ * `steps` (optimizer steps) and `skipped` (1 when nothing was trained) besides.
  */
 export async function rft(
   p: Policy,
@@ -342,24 +346,52 @@ export async function rft(
   c: PipelineConfig,
   hooks: StageHooks,
 ): Promise<Record<string, number>> {
+  const minKept = c.rft.minKept ?? 0;
+  const rounds = minKept > 0 ? (c.rft.maxRounds ?? 3) : 1;
+  let first: Record<string, number> | undefined;
+  let kept = 0;
+  let episodes = 0;
+  let steps = 0;
+  let round = 0;
+  while (round < rounds && (round === 0 || kept < minKept)) {
+    const r = await rftRound(p, tasks, c, hooks, round);
+    first ??= r.stats;
+    kept += r.stats.kept ?? 0;
+    episodes += r.stats.episodes ?? 0;
+    steps += r.steps;
+    round++;
+  }
+  return { ...first, kept, episodes, rounds: round, steps, skipped: steps === 0 ? 1 : 0 };
+}
+
+/** One RFT round (0-based): rollouts from the current policy, the resolved kept, SFT on them. */
+async function rftRound(
+  p: Policy,
+  tasks: SweTask[],
+  c: PipelineConfig,
+  hooks: StageHooks,
+  round: number,
+): Promise<{ stats: Record<string, number>; steps: number }> {
   let done = 0;
   const t0 = performance.now();
   const busy0 = p.engine.stats().busySeconds;
+  const label = round === 0 ? 'rft rollouts' : `rft round ${round + 1} rollouts`;
   const records = await runRollouts({
     engine: p.engine,
     tokenizer: p.tokenizer,
     tasks,
     samplesPerTask: c.rft.samplesPerTask,
-    sampleSeed: rolloutSeeds({ run: c.seed, phase: 'rft', iteration: 0, round: 0 }, tasks),
+    sampleSeed: rolloutSeeds({ run: c.seed, phase: 'rft', iteration: 0, round }, tasks),
     group: 'rft',
     ...rolloutOptions(c),
     oneShot: c.rft.oneShot,
-    onRecord: () => hooks.progress?.('rft rollouts', ++done, tasks.length * c.rft.samplesPerTask, 'episode'),
+    onRecord: () => hooks.progress?.(label, ++done, tasks.length * c.rft.samplesPerTask, 'episode'),
   });
   const rolloutSeconds = (performance.now() - t0) / 1000;
   // The engine's share of the rollouts' wall time; the rest it waited on the environment.
   const engineSeconds = p.engine.stats().busySeconds - busy0;
-  hooks.rollouts?.('rft', records);
+  // Round 0's file keeps its name ('rft'); later rounds' are 'rft-r2', 'rft-r3', ...
+  hooks.rollouts?.(round === 0 ? 'rft' : `rft-r${round + 1}`, records);
   allFailedOrThrow(records, 'rft rollouts');
   const style = promptStyleOf(c);
   const prompts = { sampled: systemPrompt(style, { oneShot: true }), trained: systemPrompt(style) };
@@ -368,9 +400,9 @@ export async function rft(
     : records;
   const samples = rftSamples(kept);
   const stats = { ...episodeStats(records), kept: samples.length, rolloutSeconds, engineSeconds };
-  hooks.log({ stage: 'rft', event: 'rollouts', phase: 'rft', ...stats });
-  const steps = await sftEpochs(p, samples, { ...c.rft, seed: c.seed + 11, stage: 'rft' }, hooks);
-  return { ...stats, steps: steps.length, skipped: steps.length === 0 ? 1 : 0 };
+  hooks.log({ stage: 'rft', event: 'rollouts', phase: 'rft', ...(round > 0 ? { round: round + 1 } : {}), ...stats });
+  const trained = await sftEpochs(p, samples, { ...c.rft, seed: c.seed + 11 + 7919 * round, stage: 'rft' }, hooks);
+  return { stats, steps: trained.length };
 }
 
 /** Extras of {@link dapoIteration}. */

@@ -9,7 +9,9 @@
  * - evaluations run at the last DAPO stage's limits (eval.limits 'last-stage');
  * - the validation split: its own tasks, and in-run validations read it, never the test split;
  * - `rft.oneShot`: RFT samples with the demonstration in the system prompt, and trains on the
- *   same trajectories under the normal one.
+ *   same trajectories under the normal one;
+ * - `rft.minKept`: RFT runs rounds, each from the policy the last one fine-tuned with fresh sample
+ *   seeds, until that many trajectories are kept or `rft.maxRounds` have run.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -268,12 +270,13 @@ describe.skipIf(!canSandbox)('DAPO stage settings reach the rollouts and the los
  * An engine whose every session answers with `responses` in turn (the same conversation under
  * any prompt): one episode's responses replayed, so that two prompts give the same trajectory.
  */
-function scriptedEngine(p: Policy, responses: string[]): Policy['engine'] {
+function scriptedEngine(p: Policy, responses: string[], seeds: number[] = []): Policy['engine'] {
   const imEnd = p.tokenizer.tokenToId('<|im_end|>') as number;
   const session = () => {
     let turn = 0;
     const s = {
-      generate: async (r: { maxTokens: number }) => {
+      generate: async (r: { maxTokens: number; sampling?: { seed?: number } }) => {
+        if (r.sampling?.seed !== undefined) seeds.push(r.sampling.seed);
         if (r.maxTokens === 0)
           return { tokens: new Int32Array(0), logprobs: new Float32Array(0), finishReason: 'length', cachedTokens: 0 };
         const text = responses[Math.min(turn++, responses.length - 1)] as string;
@@ -390,4 +393,73 @@ describe.skipIf(!canSandbox)('in-run validation', () => {
       rmSync(out, { recursive: true, force: true });
     }
   }, 300_000);
+});
+
+describe.skipIf(!canSandbox)('rft.minKept (RFT in rounds)', () => {
+  it('samples again from the fine-tuned policy with fresh seeds until minKept are kept, at most maxRounds', async () => {
+    const [task] = (await generateMiniSweTasks({ count: 1, seed: 2, difficulty: 0 })) as [SweTask];
+    const expert = await runEpisode({ task, policy: expertPolicy(task), maxTurns: 30, prompt: 'compact' });
+    const responses = expert.messages.filter((m: AgentMessage) => m.role === 'assistant').map((m) => m.content);
+    const config = (rounds: Record<string, number>) =>
+      resolveConfig(
+        {
+          episode: { maxTurns: 30, maxTokensPerTurn: 512, maxContextTokens: 16384, concurrency: 2, prompt: 'compact' },
+          engine: { kvBlocks: 2048 },
+          rft: { samplesPerTask: 1, epochs: 1, batchSize: 1, ...rounds },
+          dapo: { enabled: false },
+        },
+        'smoke',
+      );
+    const roundsOf = async (rounds: Record<string, number>) => {
+      const base = tinyPolicy({ kvBlocks: 1024 }) as Policy;
+      const seeds: number[] = [];
+      const policy = { ...base, engine: scriptedEngine(base, responses, seeds) };
+      const files: string[] = [];
+      const logged: Record<string, unknown>[] = [];
+      const hooks = { log: (e: Record<string, unknown>) => logged.push(e), rollouts: (f: string) => files.push(f) };
+      const s = await rft(policy, [task], config(rounds), hooks);
+      return { s, files, seeds, policy, rounds: logged.filter((e) => e.event === 'rollouts') };
+    };
+    // Each round keeps the one resolved trajectory: three rounds reach minKept 3 (of at most 5).
+    const three = await roundsOf({ minKept: 3, maxRounds: 5 });
+    expect([three.s.rounds, three.s.kept, three.s.episodes, three.s.steps]).toEqual([3, 3, 3, 3]);
+    expect(three.files).toEqual(['rft', 'rft-r2', 'rft-r3']);
+    expect(three.rounds.map((e) => e.round)).toEqual([undefined, 2, 3]);
+    // Every round's sample has a seed of its own (the round is in the hash).
+    const perRound = three.seeds.length / 3;
+    const roundSeeds = [0, 1, 2].map((r) => three.seeds[r * perRound]);
+    expect(new Set(roundSeeds).size).toBe(3);
+    // The rounds fine-tune one after another: the weights of three SFT calls in a row.
+    const c = config({ minKept: 3, maxRounds: 5 });
+    const expected = tinyPolicy({ kvBlocks: 1024 }) as Policy;
+    const [record] = await runRollouts({
+      engine: scriptedEngine(expected, responses),
+      tokenizer: expected.tokenizer,
+      tasks: [task],
+      maxTurns: 30,
+      maxTokensPerTurn: 512,
+      maxContextTokens: 16384,
+      prompt: 'compact',
+    });
+    if (!record) throw new Error('no record');
+    for (let r = 0; r < 3; r++)
+      await sftEpochs(
+        expected,
+        rftSamples([record]),
+        { ...c.rft, seed: c.seed + 11 + 7919 * r, stage: 'rft' },
+        {
+          log: () => {},
+        },
+      );
+    expect(weights(three.policy.model)).toEqual(weights(expected.model));
+    // maxRounds bounds the rounds; minKept 0 (the default) is one round.
+    const capped = await roundsOf({ minKept: 10, maxRounds: 2 });
+    expect([capped.s.rounds, capped.s.kept, capped.files.length]).toEqual([2, 2, 2]);
+    const one = await roundsOf({ maxRounds: 4 });
+    expect([one.s.rounds, one.s.kept, one.files]).toEqual([1, 1, ['rft']]);
+  }, 240_000);
+
+  it('refuses maxRounds 0', () => {
+    expect(() => resolveConfig({ rft: { maxRounds: 0 } })).toThrow(/rft\.maxRounds/);
+  });
 });
