@@ -136,20 +136,22 @@ function metricsOf(dir) {
 /**
  * What the warm start left for RL: the mean training loss of the warm start's last epoch, the
  * base's format errors per episode and share of submitted episodes on the test split, and the
- * number of trajectories RFT kept. The earlier studies found that the base decides the run.
+ * number of trajectories RFT kept (over all its rounds). The earlier studies found that the base
+ * decides the run.
  */
 function warmStartOutcome(events) {
   const steps = events.filter((e) => e.stage === 'warmstart' && e.event === 'step');
   const lastEpoch = steps.at(-1)?.epoch;
   const last = steps.filter((e) => e.epoch === lastEpoch);
   const base = events.find((e) => e.stage === 'base' && e.event === 'eval');
-  const rft = events.find((e) => e.stage === 'rft' && e.event === 'rollouts');
+  // One rollouts event per RFT round (rft.minKept): the kept trajectories of all of them.
+  const rft = events.filter((e) => e.stage === 'rft' && e.event === 'rollouts');
   const round = (x, d) => (typeof x === 'number' ? Number(x.toFixed(d)) : null);
   return {
     warmStartLastEpochLoss: last.length ? round(last.reduce((a, e) => a + e.loss, 0) / last.length, 4) : null,
     baseFormatErrorsPerEpisode: round(base?.formatErrors, 2),
     baseSubmitted: round(base?.submitted, 3),
-    rftKept: rft?.kept ?? null,
+    rftKept: rft.length ? rft.reduce((a, e) => a + (e.kept ?? 0), 0) : null,
   };
 }
 
