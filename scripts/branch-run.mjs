@@ -88,6 +88,8 @@ function goBackTo(phase) {
   state.metricsBytes = Buffer.byteLength(text);
   for (const f of ['summary.json', 'report.html']) rmSync(join(out, f), { force: true });
   // Every rollouts file of a later phase goes, the in-run validations' (val-…) too.
+  // RFT's later rounds (rft.minKept) write rft-r2, rft-r3, ...: they belong to the rft phase.
   for (const f of existsSync(join(out, 'rollouts')) ? readdirSync(join(out, 'rollouts')) : [])
-    if (!kept.includes(f.replace(/\.msgpack$/, ''))) rmSync(join(out, 'rollouts', f), { force: true });
+    if (!kept.includes(f.replace(/\.msgpack$/, '').replace(/^rft-r\d+$/, 'rft')))
+      rmSync(join(out, 'rollouts', f), { force: true });
 }

@@ -11,7 +11,8 @@
  * the config and the phase, so a resumed run samples what the uninterrupted one would have. DAPO
  * checkpoints also hold AdamW's state (optimizer.safetensors), and state.json the per-task solve
  * counts of the current DAPO stage, so a resumed DAPO continues its moments and its stage filter.
- * With saveRollouts, each phase's rollout records go to rollouts/<phase>.msgpack. state.json
+ * With saveRollouts, each phase's rollout records go to rollouts/<phase>.msgpack (RFT's later
+ * rounds, with rft.minKept, to rollouts/rft-r2.msgpack, ...). state.json
  * also records when the run started and what ran it (commit, machine) for the report.
  */
 import { createHash } from 'node:crypto';

@@ -401,6 +401,8 @@ async function rftRound(
   const samples = rftSamples(kept);
   const stats = { ...episodeStats(records), kept: samples.length, rolloutSeconds, engineSeconds };
   hooks.log({ stage: 'rft', event: 'rollouts', phase: 'rft', ...(round > 0 ? { round: round + 1 } : {}), ...stats });
+  // Round 0 shuffles with seed + 11, as RFT always has; later rounds step by a prime so that no
+  // round's shuffle seed meets another stage's (seed + small offsets).
   const trained = await sftEpochs(p, samples, { ...c.rft, seed: c.seed + 11 + 7919 * round, stage: 'rft' }, hooks);
   return { stats, steps: trained.length };
 }
