@@ -428,11 +428,10 @@ async function runClaimed(c: PipelineConfig, o: RunOptions, lock: RunLock): Prom
 
   if (c.rft.enabled && !done('rft')) {
     const s = await rft(policy, rftTasks, c, hooks);
+    const resolved = `${((s.resolved ?? 0) * 100).toFixed(1)}% resolved`;
     say(
       `rft: ${s.kept} resolved trajector${s.kept === 1 ? 'y' : 'ies'} kept of ${s.episodes}` +
-        ((s.rounds ?? 1) > 1
-          ? ` in ${s.rounds} rounds (${((s.resolved ?? 0) * 100).toFixed(1)}% resolved in the first)`
-          : ` (${((s.resolved ?? 0) * 100).toFixed(1)}% resolved)`) +
+        ((s.rounds ?? 1) > 1 ? ` in ${s.rounds} rounds (${resolved} in the first)` : ` (${resolved})`) +
         (s.skipped
           ? '; nothing to train on: RFT step skipped, the policy is unchanged'
           : `, ${count(s.steps ?? 0, 'step')}`),

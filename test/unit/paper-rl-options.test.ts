@@ -431,12 +431,11 @@ describe.skipIf(!canSandbox)('rft.minKept (RFT in rounds)', () => {
     const roundSeeds = [0, 1, 2].map((r) => three.seeds[r * perRound]);
     expect(new Set(roundSeeds).size).toBe(3);
     // Round 0 draws the seeds RFT always drew; round r those of its own key.
-    const c0 = config({ minKept: 3, maxRounds: 5 });
+    const c = config({ minKept: 3, maxRounds: 5 });
     expect(roundSeeds).toEqual(
-      [0, 1, 2].map((round) => rolloutSeeds({ run: c0.seed, phase: 'rft', iteration: 0, round }, [task])(0, 0)),
+      [0, 1, 2].map((round) => rolloutSeeds({ run: c.seed, phase: 'rft', iteration: 0, round }, [task])(0, 0)),
     );
     // The rounds fine-tune one after another: the weights of three SFT calls in a row.
-    const c = config({ minKept: 3, maxRounds: 5 });
     const expected = tinyPolicy({ kvBlocks: 1024 }) as Policy;
     const [record] = await runRollouts({
       engine: scriptedEngine(expected, responses),
