@@ -8,12 +8,14 @@
 //
 // Each seed runs into OUT/seed-N (a finished run is reused, an unfinished one resumed), then
 // OUT/seeds.json (the table and every run's summary and time breakdown) and OUT/seeds.md (the
-// Markdown table) are written. --jobs runs that many seeds at once (each run uses about 1.2 cores).
+// Markdown table) are written. --jobs runs that many seeds at once, each with the cores shared
+// among them as its kernel threads (SWERL_NUM_THREADS = cores / jobs, at least 1, unless set).
 // --include adds the runs of an earlier seeds.json (same config; seeds not in --seeds) to the
 // table, each with the commit it ran at.
 // Build first (npm run build:ts); the runs use dist/.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -48,6 +50,11 @@ if (seeds.some((s) => !Number.isInteger(s) || s < 0) || new Set(seeds).size !== 
   process.exit(2);
 }
 const jobs = Math.max(1, Number(values.jobs ?? 1));
+// Each run's kernel threads: the cores shared among the jobs, unless SWERL_NUM_THREADS says. A
+// run's thread pool waits for its slowest thread at every parallel region, so runs whose threads
+// outnumber the cores stall one another; a run's results do not depend on its thread count
+// (test/native/thread-invariance.test.ts).
+const threadsPerRun = process.env.SWERL_NUM_THREADS ?? String(Math.max(1, Math.floor(availableParallelism() / jobs)));
 const out = resolve(values.out ?? 'runs/seeds');
 const base = values.config ? JSON.parse(readFileSync(values.config, 'utf8')) : {};
 if (values.preset) base.preset = values.preset;
@@ -92,14 +99,16 @@ function runSeed(seed) {
   writeFileSync(config, `${JSON.stringify({ ...base, seed }, null, 2)}\n`);
   const args = [trainJs, '--config', config, '--out', dir];
   if (existsSync(join(dir, 'state.json'))) args.push('--resume');
-  console.log(`seed ${seed}: node train.js ${args.slice(1).join(' ')}`);
+  console.log(`seed ${seed}: SWERL_NUM_THREADS=${threadsPerRun} node train.js ${args.slice(1).join(' ')}`);
   const log = join(out, `seed-${seed}.log`);
+  writeFileSync(log, '');
   return new Promise((ok, fail) => {
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    const lines = [];
+    const child = spawn(process.execPath, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, SWERL_NUM_THREADS: threadsPerRun },
+    });
     const keep = (b) => {
-      lines.push(b.toString());
-      writeFileSync(log, lines.join(''));
+      appendFileSync(log, b);
       const last = b.toString().trim().split('\n').at(-1);
       if (last && !/\d+%\)/.test(last)) console.log(`seed ${seed}: ${last}`);
     };

@@ -1,0 +1,62 @@
+/**
+ * scripts/seeds.mjs end to end on the smoke preset: two seeds at once (--jobs 2), each a real
+ * `node train.js` whose kernels get the cores shared between the jobs (SWERL_NUM_THREADS), its
+ * output in OUT/seed-N.log; then OUT/seeds.json and OUT/seeds.md hold the table over both seeds,
+ * and a second call reuses the finished runs instead of running them again.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { isolationAvailable } from '../../src/index.js';
+
+const root = join(import.meta.dirname, '..', '..');
+const dir = mkdtempSync(join(tmpdir(), 'swerl-seeds-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
+
+/** Runs the seed script with `args`; resolves with its exit code and output. */
+function seedsScript(args: string[]): Promise<{ code: number | null; output: string }> {
+  const env = { ...process.env };
+  delete env.SWERL_NUM_THREADS;
+  const child = spawn(process.execPath, [join(root, 'scripts', 'seeds.mjs'), ...args], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (d: Buffer) => {
+    output += d;
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    output += d;
+  });
+  return new Promise((r) => child.on('exit', (code) => r({ code, output })));
+}
+
+describe.skipIf(!canSandbox)('scripts/seeds.mjs', () => {
+  it('runs seeds side by side with the cores shared, writes the table, reuses finished runs', async () => {
+    const out = join(dir, 'study');
+    const args = ['--seeds', '5,6', '--preset', 'smoke', '--out', out, '--jobs', '2'];
+    const first = await seedsScript(args);
+    expect(first.code, first.output).toBe(0);
+    const threads = Math.max(1, Math.floor(availableParallelism() / 2));
+    for (const seed of [5, 6]) {
+      expect(first.output).toContain(`seed ${seed}: SWERL_NUM_THREADS=${threads} node train.js`);
+      expect(readFileSync(join(out, `seed-${seed}.log`), 'utf8')).toContain('swerl train: preset smoke');
+      expect(existsSync(join(out, `seed-${seed}`, 'state.json'))).toBe(true);
+    }
+    const study = JSON.parse(readFileSync(join(out, 'seeds.json'), 'utf8'));
+    expect(study.table.seeds).toEqual([5, 6]);
+    expect(Object.keys(study.table.stages)).toEqual(['base', 'rft', 'dapo']);
+    for (const stage of Object.values(study.table.stages) as { pass1: { n: number } }[]) expect(stage.pass1.n).toBe(2);
+    expect(readFileSync(join(out, 'seeds.md'), 'utf8')).toContain('| seed | base | rft | dapo | DAPO − RFT |');
+
+    const again = await seedsScript(args);
+    expect(again.code, again.output).toBe(0);
+    for (const seed of [5, 6]) expect(again.output).toContain(`seed ${seed}: finished run in`);
+    expect(again.output).not.toContain('node train.js');
+    expect(JSON.parse(readFileSync(join(out, 'seeds.json'), 'utf8')).table).toEqual(study.table);
+  }, 600_000);
+});
