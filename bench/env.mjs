@@ -2,6 +2,8 @@
  * The environment suite: env.sandbox.exec_per_s, LocalSandbox create + exec('true') + close cycles
  * per second (sequential; the isolation 'auto' picks), beside a plain child_process spawn of the
  * same command (no workspace, no isolation); and, in meta, execs per second in one open sandbox.
+ * env.sandbox.launcher_exec_per_s: commands per second through the sandbox launcher beside the
+ * prlimit chain it replaces.
  * env.evaluate.tasks_per_s: gold-patch evaluations of mini-SWE tasks per second through
  * evaluatePatches (a piscina pool, one worker per core), beside the same evaluations run one
  * after another with evaluatePatch. env.evaluate.tmpfs_tasks_per_s: the same pooled evaluations
@@ -57,14 +59,56 @@ export async function envSuite(ctx) {
   for (let i = 0; i < cycles; i++) await sb.exec('true');
   const execRate = cycles / ((performance.now() - t0) / 1000);
   await sb.close();
+  await launcherRecord(ctx, cycles);
   await evaluateRecord(ctx, meta);
   await spawnRecord(ctx, meta);
   meta.sandbox = {
     isolation,
     cycles,
     execsPerSecondInOneSandbox: execRate,
-    note: "a cycle creates a workspace (two git repositories: the agent's and the host's metadata), runs one command under prlimit + bwrap, and removes everything",
+    note: "a cycle creates a workspace (two git repositories: the agent's and the host's metadata), runs one command under the launcher (else prlimit + setpriv) and bwrap, and removes everything",
   };
+}
+
+/**
+ * env.sandbox.launcher_exec_per_s: `cat` commands per second in one open sandbox started through
+ * the launcher (native/sandbox/launch.cc), beside the same sandbox kind started through the
+ * `prlimit` → `setpriv` → `sh` → bash chain (SWERL_LAUNCHER=0). The two alternate in blocks of
+ * ten, so load on a shared machine falls on both.
+ * @param {import('./sample.mjs').SuiteContext} ctx
+ * @param {number} cycles
+ */
+async function launcherRecord(ctx, cycles) {
+  const saved = process.env.SWERL_LAUNCHER;
+  const make = async (on) => {
+    if (on) delete process.env.SWERL_LAUNCHER;
+    else process.env.SWERL_LAUNCHER = '0';
+    try {
+      return await LocalSandbox.create({ files: { 'a.txt': 'x\n' }, repository: false });
+    } finally {
+      if (saved === undefined) delete process.env.SWERL_LAUNCHER;
+      else process.env.SWERL_LAUNCHER = saved;
+    }
+  };
+  const [withLauncher, chain] = [await make(true), await make(false)];
+  const seconds = [0, 0];
+  const blocks = Math.max(1, Math.round(cycles / 10));
+  progress(`env.sandbox.launcher_exec_per_s: ${blocks * 10} commands each way`);
+  for (let b = 0; b < blocks; b++) {
+    for (const [i, sb] of [withLauncher, chain].entries()) {
+      const t0 = performance.now();
+      for (let j = 0; j < 10; j++) await sb.exec('cat a.txt');
+      seconds[i] += (performance.now() - t0) / 1000;
+    }
+  }
+  await withLauncher.close();
+  await chain.close();
+  ctx.report.add({
+    name: 'env.sandbox.launcher_exec_per_s',
+    value: (blocks * 10) / seconds[0],
+    unit: 'commands/s',
+    baseline: { name: 'prlimit → setpriv → sh → bash chain (SWERL_LAUNCHER=0)', value: (blocks * 10) / seconds[1] },
+  });
 }
 
 /**

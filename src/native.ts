@@ -10,7 +10,7 @@
  * If none loads, one SwerlError('NATIVE_LOAD_FAILED') lists what was tried and what to do.
  * @internal
  */
-import { existsSync } from 'node:fs';
+import { accessSync, constants, existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -369,6 +369,35 @@ export function addonCandidates(env: NodeJS.ProcessEnv = process.env): string[] 
   list.push(join(packageRoot, 'build', 'cmake', 'Release', 'swerl.node'));
   list.push(join(packageRoot, 'build', 'Release', 'swerl.node'));
   return list;
+}
+
+let launcher: string | null | undefined;
+
+/**
+ * The sandbox launcher (native/sandbox/launch.cc), built beside the cmake addon, or null where it
+ * was not built (the node-gyp fallback) or `SWERL_LAUNCHER=0`: LocalSandbox then starts commands
+ * through `prlimit` and `setpriv`. Looked up beside `SWERL_NATIVE_PATH`'s addon first. Not the
+ * addon: nothing is loaded.
+ */
+export function sandboxLauncherPath(env: NodeJS.ProcessEnv = process.env): string | null {
+  if (env.SWERL_LAUNCHER === '0') return null;
+  if (launcher !== undefined && env === process.env) return launcher;
+  const dirs = [
+    ...(env.SWERL_NATIVE_PATH ? [dirname(resolve(env.SWERL_NATIVE_PATH))] : []),
+    join(packageRoot, 'build', 'cmake', 'Release'),
+  ];
+  let found: string | null = null;
+  for (const dir of dirs) {
+    try {
+      accessSync(join(dir, 'swerl_launch'), constants.X_OK);
+      found = join(dir, 'swerl_launch');
+      break;
+    } catch {
+      // not built there
+    }
+  }
+  if (env === process.env) launcher = found;
+  return found;
 }
 
 /** Loads the addon on first use and returns it. Throws SwerlError('NATIVE_LOAD_FAILED'). */

@@ -2,9 +2,10 @@
  * LocalSandbox (DESIGN.md section 6): a workspace directory in which an agent's commands run
  * isolated from the host. docs/sandbox.md says what a command sees and what is not isolated.
  *
- * Each exec is `prlimit` (memory, processes, file size) → `setpriv` to a per-sandbox
- * unprivileged uid when swerl runs as root (so the process limit is enforced: the kernel exempts
- * root) → the isolation layer → `bash -c command`. Both isolation layers give the command the
+ * Each exec sets limits (memory, processes, file size) → switches to a per-sandbox unprivileged
+ * uid when swerl runs as root (so the process limit is enforced: the kernel exempts root) → the
+ * isolation layer → `bash -c command`. The first two are one exec of the launcher
+ * (native/sandbox/launch.cc) where it was built, else `prlimit` and `setpriv`. Both isolation layers give the command the
  * same private view of the file system, and nothing else of the host:
  * - a read-only root with only /usr (and the /bin, /sbin, /lib* links or directories), a copy of
  *   the few /etc entries a shell, git, node and python need, and any such interpreter binary that
@@ -58,6 +59,7 @@ import { chmod, cp, lchown, lstat, mkdir, mkdtemp, readdir, readFile, realpath, 
 import { tmpdir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { invalidArgument, SwerlError } from '../errors.js';
+import { sandboxLauncherPath } from '../native.js';
 import {
   INTERRUPT_SCRIPT,
   PersistentShell,
@@ -484,6 +486,7 @@ export class LocalSandbox {
   readonly #meta: string; // outside the workspace: git metadata
   readonly #o: Limits;
   readonly #uid: number | null;
+  readonly #launcher = sandboxLauncherPath();
   readonly #running = new Set<SpawnedChild>();
   readonly #shells = new Set<Shell>();
   readonly #repository: boolean;
@@ -636,10 +639,10 @@ export class LocalSandbox {
     if (this.#closed) return Promise.reject(new SwerlError('this sandbox is closed', 'DISPOSED'));
     if (typeof command !== 'string') return Promise.reject(invalidArgument('command', 'a string', command));
     const timeoutMs = o.timeoutMs ?? this.#o.timeoutMs;
-    const argv = this.#argv(command);
+    const launch = this.#launch(command);
     const started = performance.now();
     return new Promise<ExecResult>((resolvePromise) => {
-      const child = spawnRelayed('prlimit', argv, {
+      const child = spawnRelayed(launch.file, launch.args, {
         cwd: this.root,
         detached: true, // its own process group: a timeout kills all of it
         env: { PATH: SANDBOX_PATH, HOME: this.workdir, LANG: 'C.UTF-8', TERM: 'dumb' },
@@ -696,26 +699,32 @@ export class LocalSandbox {
   }
 
   /**
-   * The arguments of `prlimit` that run `bash -c command` in the workspace under the sandbox's
-   * limits, uid and isolation: exec's, and each persistent shell's (openShell).
+   * The program and arguments that run `bash -c command` in the workspace under the sandbox's
+   * limits, uid and isolation: exec's, and each persistent shell's (openShell). With the launcher
+   * built (native/sandbox/launch.cc) its one exec sets the limits and the uid, joins stderr to
+   * stdout and closes inherited descriptors, then execs bwrap (or bash); without it, `prlimit` →
+   * `setpriv` → `sh` → a bash that closes the descriptors do the same in four.
    */
-  #argv(command: string): string[] {
+  #launch(command: string): { file: string; args: string[] } {
     const mem = this.#o.memoryMiB * 2 ** 20;
-    const argv: string[] = [
-      `--data=${mem}`,
-      `--as=${4 * mem}`,
-      `--nproc=${this.#o.maxProcesses}`,
-      `--fsize=${this.#o.diskMiB * 2 ** 20}`,
-      '--',
-    ];
-    if (this.#uid !== null)
-      argv.push('setpriv', `--reuid=${this.#uid}`, `--regid=${this.#uid}`, '--clear-groups', '--');
     const disk = this.#o.diskMiB * 2 ** 20;
+    const limits = [`--data=${mem}`, `--as=${4 * mem}`, `--nproc=${this.#o.maxProcesses}`, `--fsize=${disk}`];
     // stderr joins stdout in one pipe, as on a terminal: a process's writes to the two then reach
     // the observation in the order it made them. (Over two pipes their order was the event loop's,
     // and a seeded rollout could read them either way.) The unshare prelude does the same first.
+    const isolated = (): string[] =>
+      this.isolation === 'bwrap'
+        ? ['bwrap', ...bwrapArgs(this.root, this.#o.network, disk), '--setenv', 'HOME', this.workdir, '--']
+        : [];
+    if (this.#launcher !== null && this.isolation !== 'unshare') {
+      const args = [...limits, ...(this.#uid !== null ? [`--uid=${this.#uid}`] : []), '--join-stderr', '--'];
+      return { file: this.#launcher, args: [...args, ...isolated(), '/bin/bash', '-c', command] };
+    }
+    const args = [...limits, '--'];
+    if (this.#uid !== null)
+      args.push('setpriv', `--reuid=${this.#uid}`, `--regid=${this.#uid}`, '--clear-groups', '--');
     if (this.isolation === 'unshare')
-      argv.push(
+      args.push(
         'unshare',
         ...unshareArgs(this.#o.network),
         '/bin/sh',
@@ -723,12 +732,8 @@ export class LocalSandbox {
         unsharePrelude(this.#o.network, disk),
         command,
       );
-    else {
-      if (this.isolation === 'bwrap')
-        argv.push('bwrap', ...bwrapArgs(this.root, this.#o.network, disk), '--setenv', 'HOME', this.workdir, '--');
-      argv.push('/bin/sh', '-c', `exec 2>&1; exec ${RUN_WITH_FDS_CLOSED}`, command);
-    }
-    return argv;
+    else args.push(...isolated(), '/bin/sh', '-c', `exec 2>&1; exec ${RUN_WITH_FDS_CLOSED}`, command);
+    return { file: 'prlimit', args };
   }
 
   /**
@@ -764,7 +769,8 @@ export class LocalSandbox {
   // fork of this process once per shell, where exec pays a relayed spawn per command.
   #startShell(): ShellProcess {
     if (this.#closed) throw new SwerlError('this sandbox is closed', 'DISPOSED');
-    const child = spawn('prlimit', this.#argv('exec /bin/bash --noprofile --norc'), {
+    const launch = this.#launch('exec /bin/bash --noprofile --norc');
+    const child = spawn(launch.file, launch.args, {
       cwd: this.root,
       detached: true, // its own process group: close() kills all of it
       env: { PATH: SANDBOX_PATH, HOME: this.workdir, LANG: 'C.UTF-8', TERM: 'dumb' },

@@ -1,0 +1,93 @@
+/**
+ * The sandbox launcher (native/sandbox/launch.cc): where it is built, each command starts with its
+ * one exec instead of `prlimit` → `setpriv` → `sh` → a descriptor-closing bash. A command must see
+ * exactly the same either way: the same uid, limits, descriptors (none inherited), `$0`, and one
+ * pipe for stdout and stderr. A malformed launcher argument runs nothing.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { isolationAvailable } from '../../src/index.js';
+import { sandboxLauncherPath } from '../../src/native.js';
+
+const cmakeBuilt = existsSync(join('build', 'cmake', 'Release', 'swerl.node'));
+const launcher = sandboxLauncherPath();
+const kinds = (['bwrap', 'none'] as const).filter((k) => k === 'none' || isolationAvailable(k));
+
+/**
+ * Runs `probe` in a LocalSandbox of `isolation` from a node process that holds fd 200 open without
+ * close-on-exec, with the launcher (SWERL_LAUNCHER unset) or without it (SWERL_LAUNCHER=0).
+ */
+function probeOutput(isolation: string, withLauncher: boolean, probe: string): { output: string; uid: number | null } {
+  const script = `
+    const { LocalSandbox } = await import(${JSON.stringify(pathToFileURL(join(process.cwd(), 'dist', 'index.js')).href)});
+    process.removeAllListeners('warning');
+    const sb = await LocalSandbox.create({ isolation: '${isolation}', repository: false, memoryMiB: 300, maxProcesses: 77, diskMiB: 5 });
+    const r = await sb.exec(${JSON.stringify(probe)});
+    await sb.close();
+    console.log(JSON.stringify({ output: r.output, uid: sb.uid }));`;
+  const log = join(mkdtempSync(join(tmpdir(), 'swerl-launch-')), 'log');
+  const env = { ...process.env, SWERL_LAUNCHER: withLauncher ? '' : '0' };
+  const r = spawnSync(
+    'bash',
+    ['-c', 'exec 200>>"$1"; exec "$2" --input-type=module -e "$3"', 'bash', log, process.execPath, script],
+    { encoding: 'utf8', timeout: 60_000, env },
+  );
+  expect(r.status, r.stderr).toBe(0);
+  expect(readFileSync(log, 'utf8')).toBe('');
+  rmSync(dirname(log), { recursive: true, force: true });
+  return JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}');
+}
+
+describe('sandbox launcher', () => {
+  it.skipIf(!cmakeBuilt)('is built beside the cmake addon, statically linked where it could be', () => {
+    expect(launcher).toBe(join(process.cwd(), 'build', 'cmake', 'Release', 'swerl_launch'));
+    expect(sandboxLauncherPath({ ...process.env, SWERL_LAUNCHER: '0' })).toBeNull();
+  });
+
+  describe.skipIf(launcher === null)('against the prlimit chain', () => {
+    const probe =
+      'id -u; id -G; ulimit -u; ulimit -f; ulimit -d; ulimit -v; ls /proc/$$/fd | tr "\\n" " "; echo; echo $0; ' +
+      'echo out1; echo err1 >&2; echo out2; [ -e /proc/$$/fd/200 ] && echo LEAKED; nothere';
+    for (const isolation of kinds) {
+      it(`a command sees the same uid, limits, descriptors and output order (${isolation})`, () => {
+        const a = probeOutput(isolation, true, probe);
+        const b = probeOutput(isolation, false, probe);
+        // Each sandbox claims a uid of its own; everything else is the same.
+        const lines = a.output.split('\n');
+        const chainLines = b.output.split('\n');
+        expect(lines.slice(2)).toEqual(chainLines.slice(2));
+        for (const [l, uid] of [
+          [lines, a.uid],
+          [chainLines, b.uid],
+        ] as const)
+          expect(l.slice(0, 2)).toEqual(uid === null ? [l[0], l[0]] : [String(uid), String(uid)]);
+        expect(lines.slice(2, 6)).toEqual(['77', String(5 * 1024), String(300 * 1024), String(4 * 300 * 1024)]);
+        expect(lines[6]?.trim().split(' ')).toEqual(['0', '1', '2']);
+        expect(lines.slice(7, 11)).toEqual(['/bin/bash', 'out1', 'err1', 'out2']);
+        expect(a.output).not.toContain('LEAKED');
+        expect(a.output).toContain('/bin/bash: line 1: nothere: command not found');
+      }, 120_000);
+    }
+  });
+
+  it.skipIf(launcher === null)('a malformed argument or a root uid runs nothing, with status 127', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'swerl-launch-'));
+    const mark = join(dir, 'ran');
+    for (const bad of [['--nproc=12x'], ['--data=-1'], ['--uid=0'], ['--bogus']]) {
+      const r = spawnSync(launcher as string, [...bad, '--', 'touch', mark], { encoding: 'utf8' });
+      expect(r.status, bad.join(' ')).toBe(127);
+      expect(r.stderr).toMatch(/^swerl_launch: /);
+      expect(existsSync(mark)).toBe(false);
+    }
+    const none = spawnSync(launcher as string, ['--'], { encoding: 'utf8' });
+    expect(none.status).toBe(127);
+    const ok = spawnSync(launcher as string, ['--nproc=50', '--', 'touch', mark], { encoding: 'utf8' });
+    expect(ok.status, ok.stderr).toBe(0);
+    expect(existsSync(mark)).toBe(true);
+    rmSync(dir, { recursive: true, force: true });
+  });
+});
