@@ -97,7 +97,7 @@ const DEFAULT: PresetConfig = {
     refillRounds: 2,
     maskFormatErrors: 'positive',
     turnPenalty: false,
-    stages: [{ iterations: 16, maxTurns: 7, maxContextTokens: 3072, tasksPerIteration: 8 }],
+    stages: [{ iterations: 20, maxTurns: 7, maxContextTokens: 3072, tasksPerIteration: 8 }],
   },
 };
 
