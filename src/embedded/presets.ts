@@ -28,8 +28,11 @@ import type { PresetConfig } from '../pipeline/config.js';
  * the validation split, DAPO from the RFT policies of seeds 501-505 lost 5.4 points of Pass@1 on
  * average with the penalty (on four seeds of five) and gained 2.3 without it (−4.9 to +6.8), more
  * than with it on every seed (scripts/branch-run.mjs --after eval-rft, docs/results.md). A higher
- * rate (3e-4) without the penalty collapsed seed 501's policy (43.5% -> 17.4%). DAPO runs 16
- * iterations: in the study of seeds 601-605 the resolved share of its own rollouts was still rising
+ * rate (3e-4) without the penalty collapsed seed 501's policy (43.5% -> 17.4%). DAPO runs 20
+ * iterations: on the validation split, continued from the 16th to the 20th iteration, it raised
+ * the weak seeds 1002, 1004 and 1005 by 2.3 to 5.5 points and held the others (docs/results.md
+ * "Raising the weakest seeds"), at about 80 s more of a run alone. It ran 16 before that: in the
+ * study of seeds 601-605 the resolved share of its own rollouts was still rising
  * at iteration 8 on every seed, and on the validation split, DAPO continued from the 8th to the
  * 16th iteration raised Pass@1 on seeds 501-503 and 505 (+4.2 to +8.3 points) and held it on 504
  * (docs/results.md "How long DAPO runs"); DAPO's share of a run alone went from 177 s (seed 605, 8
