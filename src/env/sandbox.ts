@@ -871,9 +871,13 @@ export class LocalSandbox {
     this.#closed = true;
     for (const c of this.#running) killGroup(c);
     await Promise.all([...this.#shells].map((sh) => sh.close()));
-    if (this.#uid !== null && this.isolation === 'none') {
+    if (this.#uid !== null) {
       // Under bwrap and unshare every process of a command lives in its PID namespace, which the
-      // kernel empties when the command ends or is killed; only 'none' can leave processes behind.
+      // kernel empties when its first process dies, and bwrap's first process dies with bwrap
+      // through a parent-death signal it sets only after it was cloned. A command closed in its
+      // first milliseconds once left two processes of its uid behind under load (which of the
+      // two causes, not known); under 'none' nothing holds them. So every process of the
+      // sandbox's uid is killed here, whatever the isolation.
       // Off the event loop (pkill reads /proc), which other episodes' generation shares; through
       // the relay, as every spawn here, so that the fork does not copy this process.
       await new Promise<void>((done) => {
