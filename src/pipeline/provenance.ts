@@ -1,12 +1,14 @@
 /**
  * What a run ran on, for state.json, summary.json and the report's header: the start date, the
- * package's git commit when the package folder is a git checkout (else its version), and the
- * machine (CPU model, cores, memory, OS).
+ * package's git commit when the package folder is a git checkout (else its version), the
+ * machine (CPU model, cores, memory, OS), and what the CPU kernels ran with (SIMD level and
+ * threads; a resumed run records the process that resumed it).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { cpus, release, totalmem, type } from 'node:os';
 import { join } from 'node:path';
+import { nativeInfo } from '../info.js';
 
 /** A run's provenance. */
 export interface RunProvenance {
@@ -18,6 +20,8 @@ export interface RunProvenance {
   commit?: string;
   dirty?: boolean;
   machine: { cpu: string; cores: number; memoryGiB: number; os: string };
+  /** The CPU kernels' SIMD level and thread count (SWERL_SIMD, SWERL_NUM_THREADS) in this process. */
+  kernels?: { simd: string; threads: number };
 }
 
 // dist/pipeline/ or src/pipeline/: the package folder is two up.
@@ -45,6 +49,7 @@ export function runProvenance(startedAt: Date): RunProvenance {
   const commit = existsSync(join(PACKAGE_DIR, '.git')) ? git(['rev-parse', 'HEAD']) : null;
   const dirty = commit ? git(['status', '--porcelain', '--untracked-files=no']) : null;
   const cpu = cpus();
+  const info = nativeInfo();
   return {
     startedAt: startedAt.toISOString(),
     version,
@@ -55,5 +60,6 @@ export function runProvenance(startedAt: Date): RunProvenance {
       memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
       os: `${type()} ${release()}`,
     },
+    kernels: { simd: info.simd, threads: info.threads },
   };
 }

@@ -173,6 +173,7 @@ function runFacts(config: Record<string, unknown>, state: ReportState, summary: 
     ]);
     const m = p.machine;
     rows.push(['machine', `${m.cpu}, ${count(m.cores, 'core')}, ${m.memoryGiB} GiB memory, ${m.os}`]);
+    if (p.kernels) rows.push(['CPU kernels', `${p.kernels.simd}, ${count(p.kernels.threads, 'thread')}`]);
   }
   return `<table class="facts">${rows.map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join('')}</table>`;
 }

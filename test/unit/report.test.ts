@@ -1,13 +1,14 @@
 /**
  * report.html from a run folder's files: the per-repository table of held-out Pass@1 by stage and
  * the chart of validation Pass@1 through RL, drawn from metrics.jsonl events written as the
- * pipeline writes them; the run's facts (preset, start, wall time, code, machine); charts that
+ * pipeline writes them; the run's facts (preset, start, wall time, code, machine, CPU kernels); charts that
  * name their axes and are tables under 3 points; Pass@1 once when k is 1.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { nativeInfo } from '../../src/index.js';
 import { runProvenance } from '../../src/pipeline/provenance.js';
 import { writeReport } from '../../src/pipeline/report.js';
 
@@ -87,6 +88,8 @@ describe('writeReport', () => {
       expect(text).toMatch(provenance.commit ? /code git [0-9a-f]{12}/ : /code swerl \d/);
       expect(text).toContain(`${provenance.machine.cores} core`);
       expect(text).toContain('GiB memory');
+      const kernels = nativeInfo();
+      expect(text).toContain(`CPU kernels ${kernels.simd}, ${kernels.threads} thread`);
       // 2 loss points and 1 DAPO iteration: tables with their axes named, no lone dots.
       expect(text).toContain('Warm-start SFT loss loss (nats per trained token) by optimizer step, 2 points');
       expect(text).toMatch(/optimizer step loss 1 6\.40 2 5\.20/);

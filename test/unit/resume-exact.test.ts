@@ -5,48 +5,39 @@
  * weights, AdamW's moments and step count, and the rollout seeds' positions. Compared with
  * scripts/compare-runs.mjs (every metrics event, timings aside; every rollout record).
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isolationAvailable } from '../../src/index.js';
 import { dapoPhase } from '../../src/pipeline/phases.js';
+import { PACKAGE_ROOT as root, startScript, waitFor } from '../helpers/node-process.js';
 
-const root = join(import.meta.dirname, '..', '..');
 const dir = mkdtempSync(join(tmpdir(), 'swerl-resume-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
 
 /** Runs `node train.js --preset smoke` into `out`; with `killAfter`, SIGKILLs it once state.json lists that phase. */
 async function smoke(out: string, extra: string[] = [], killAfter?: string): Promise<string> {
-  const child = spawn(process.execPath, [join(root, 'train.js'), '--preset', 'smoke', '--out', out, ...extra], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (d: Buffer) => {
-    output += d;
-  });
-  child.stderr.on('data', (d: Buffer) => {
-    output += d;
-  });
-  const exited = new Promise<[number | null, string | null]>((r) => child.on('exit', (c, s) => r([c, s])));
+  const run = startScript('train.js', ['--preset', 'smoke', '--out', out, ...extra]);
   if (killAfter) {
-    const deadline = Date.now() + 300_000;
-    for (;;) {
-      await new Promise((r) => setTimeout(r, 200));
-      try {
-        if (JSON.parse(readFileSync(join(out, 'state.json'), 'utf8')).done.includes(killAfter)) break;
-      } catch {
-        // not written yet
-      }
-      if (Date.now() > deadline) throw new Error(`the smoke run never reached ${killAfter}:\n${output}`);
-    }
-    child.kill('SIGKILL');
-    expect((await exited)[1]).toBe('SIGKILL');
-  } else expect((await exited)[0], output).toBe(0);
-  return output;
+    const reached = await waitFor(
+      run,
+      () => {
+        try {
+          return JSON.parse(readFileSync(join(out, 'state.json'), 'utf8')).done.includes(killAfter);
+        } catch {
+          return false; // not written yet
+        }
+      },
+      300_000,
+    );
+    if (!reached) throw new Error(`the smoke run never reached ${killAfter}:\n${run.output()}`);
+    run.child.kill('SIGKILL');
+    expect((await run.exited).signal).toBe('SIGKILL');
+  } else expect((await run.exited).code, run.output()).toBe(0);
+  return run.output();
 }
 
 /** scripts/compare-runs.mjs on two run folders: its exit status and its report. */

@@ -7,14 +7,14 @@
  * RUN_LOCKED, and once that run is killed `--resume` takes the folder over. The runs are real `node train.js` processes on the smoke preset,
  * stopped as soon as they have started.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isolationAvailable } from '../../src/index.js';
+import { PACKAGE_ROOT as root, startScript, waitFor } from '../helpers/node-process.js';
 
-const root = join(import.meta.dirname, '..', '..');
 const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
 const dir = mkdtempSync(join(tmpdir(), 'swerl-runfolder-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -27,24 +27,13 @@ function train(args: string[]) {
   });
 }
 
-/** Starts `node train.js`, waits until `ready()` holds, stops it with `signal`; its stderr and exit. */
+/** Starts `node train.js`, waits until `ready()` holds, stops it with `signal`; its output and exit code. */
 async function startAndStop(args: string[], ready: (output: string) => boolean, signal: 'SIGINT' | 'SIGKILL') {
-  const child = spawn(process.execPath, [join(root, 'train.js'), '--preset', 'smoke', ...args], {
-    cwd: root,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => {
-    out += d;
-  });
-  child.stderr.on('data', (d: Buffer) => {
-    out += d;
-  });
-  const deadline = Date.now() + 60_000;
-  while (!ready(out) && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-  child.kill(signal);
-  const code = await new Promise<number | null>((r) => child.on('close', (c) => r(c)));
-  return { out, code };
+  const run = startScript('train.js', ['--preset', 'smoke', ...args]);
+  await waitFor(run, () => ready(run.output()), 60_000);
+  run.child.kill(signal);
+  const { code } = await run.exited;
+  return { out: run.output(), code };
 }
 
 /** Every file under a folder with its content, for "nothing changed" checks. */
@@ -103,14 +92,10 @@ describe('run folders', () => {
 
   it('a second node train.js into a folder a live run is writing is RUN_LOCKED; after a SIGKILL --resume takes it over', async () => {
     const out = join(dir, 'busy');
-    const first = spawn(process.execPath, [join(root, 'train.js'), '--preset', 'smoke', '--out', out], {
-      cwd: root,
-      stdio: 'ignore',
-    });
+    const run = startScript('train.js', ['--preset', 'smoke', '--out', out]);
+    const first = run.child;
     try {
-      const deadline = Date.now() + 60_000;
-      while (!existsSync(join(out, 'state.json')) && first.exitCode === null && Date.now() < deadline)
-        await new Promise((r) => setTimeout(r, 50));
+      await waitFor(run, () => existsSync(join(out, 'state.json')), 60_000);
       expect(first.exitCode).toBeNull();
       const state = readFileSync(join(out, 'state.json'), 'utf8');
       const second = train(['--out', out, '--resume']);
@@ -124,7 +109,7 @@ describe('run folders', () => {
       expect(readdirSync(dir).filter((f) => f.startsWith('busy.replaced-'))).toHaveLength(0);
     } finally {
       first.kill('SIGKILL');
-      await new Promise((r) => first.on('close', r));
+      await run.exited;
     }
     // The killed run's lock is stale: --resume continues the run.
     const r = await startAndStop(['--out', out, '--resume'], (o) => o.includes('resuming after'), 'SIGKILL');

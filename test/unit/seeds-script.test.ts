@@ -4,35 +4,24 @@
  * output in OUT/seed-N.log; then OUT/seeds.json and OUT/seeds.md hold the table over both seeds,
  * and a second call reuses the finished runs instead of running them again.
  */
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isolationAvailable } from '../../src/index.js';
+import { startScript } from '../helpers/node-process.js';
 
-const root = join(import.meta.dirname, '..', '..');
 const dir = mkdtempSync(join(tmpdir(), 'swerl-seeds-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const canSandbox = isolationAvailable('bwrap') || isolationAvailable('unshare');
 
-/** Runs the seed script with `args`; resolves with its exit code and output. */
-function seedsScript(args: string[]): Promise<{ code: number | null; output: string }> {
+/** Runs the seed script with `args` (SWERL_NUM_THREADS unset, as a user starts it); its exit code and output. */
+async function seedsScript(args: string[]): Promise<{ code: number | null; output: string }> {
   const env = { ...process.env };
   delete env.SWERL_NUM_THREADS;
-  const child = spawn(process.execPath, [join(root, 'scripts', 'seeds.mjs'), ...args], {
-    cwd: root,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (d: Buffer) => {
-    output += d;
-  });
-  child.stderr.on('data', (d: Buffer) => {
-    output += d;
-  });
-  return new Promise((r) => child.on('exit', (code) => r({ code, output })));
+  const run = startScript(join('scripts', 'seeds.mjs'), args, env);
+  const { code } = await run.exited;
+  return { code, output: run.output() };
 }
 
 describe.skipIf(!canSandbox)('scripts/seeds.mjs', () => {
@@ -45,7 +34,9 @@ describe.skipIf(!canSandbox)('scripts/seeds.mjs', () => {
     for (const seed of [5, 6]) {
       expect(first.output).toContain(`seed ${seed}: SWERL_NUM_THREADS=${threads} node train.js`);
       expect(readFileSync(join(out, `seed-${seed}.log`), 'utf8')).toContain('swerl train: preset smoke');
-      expect(existsSync(join(out, `seed-${seed}`, 'state.json'))).toBe(true);
+      // The run itself records the kernel threads it ran with.
+      const state = JSON.parse(readFileSync(join(out, `seed-${seed}`, 'state.json'), 'utf8'));
+      expect(state.provenance.kernels.threads).toBe(threads);
     }
     const study = JSON.parse(readFileSync(join(out, 'seeds.json'), 'utf8'));
     expect(study.table.seeds).toEqual([5, 6]);
