@@ -321,7 +321,10 @@ export async function runCommand(
   timeoutMs?: number,
 ): Promise<{ output: string; exitCode: number; timedOut: boolean }> {
   const ws = sb.workdir; // paths as the command sees them
-  const wrapped = `export SWERL_WS=${q(ws)} PATH=${q(`${ws}/.swerl/bin`)}:$PATH; cd "$(cat ${q(`${ws}/.swerl/cwd`)})" 2>/dev/null || cd ${q(ws)}
+  // The directory is read with bash's own `read`, not `$(cat ...)`: a subshell and a cat are two
+  // more processes per command, and process creation is most of a command's cost on a VM.
+  // (`read -d ''` takes the whole file; the one newline pwd wrote is stripped, as $(...) did.)
+  const wrapped = `export SWERL_WS=${q(ws)} PATH=${q(`${ws}/.swerl/bin`)}:$PATH; IFS= read -r -d '' __swerl_cwd 2>/dev/null < ${q(`${ws}/.swerl/cwd`)}; cd "\${__swerl_cwd%$'\\n'}" 2>/dev/null || cd ${q(ws)}; unset __swerl_cwd
 ${command}
 __swerl_rc=$?; pwd > ${q(`${ws}/.swerl/cwd`)} 2>/dev/null; exit $__swerl_rc`;
   const r = await sb.exec(wrapped, timeoutMs === undefined ? {} : { timeoutMs });
