@@ -12,7 +12,6 @@
 // Limits set both the soft and the hard value (as `prlimit --x=N` does), and are set before the
 // uid changes (the hard limits can then not be raised again). Exit status 127 with a message on
 // stderr when an argument is malformed or a step fails: nothing runs then.
-#include <fcntl.h>
 #include <grp.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>

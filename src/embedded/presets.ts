@@ -32,9 +32,9 @@ import type { PresetConfig } from '../pipeline/config.js';
  * iterations: on the validation split, continued from the 16th to the 20th iteration, it raised
  * the weak seeds 1002, 1004 and 1005 by 2.3 to 5.5 points and held the others (docs/results.md
  * "Raising the weakest seeds"), at about 80 s more of a run alone; on fresh seeds 1101-1105 it
- * read base 18.4%, RFT 46.4%, DAPO 63.4% (DAPO ≥ 36.2% on every seed). It ran 16 before that: in the
- * study of seeds 601-605 the resolved share of its own rollouts was still rising
- * at iteration 8 on every seed, and on the validation split, DAPO continued from the 8th to the
+ * read base 18.4%, RFT 46.4%, DAPO 63.4% (DAPO ≥ 36.2% on every seed). It ran 16 before that:
+ * in the study of seeds 601-605 the resolved share of its own rollouts was still rising at
+ * iteration 8 on every seed, and on the validation split, DAPO continued from the 8th to the
  * 16th iteration raised Pass@1 on seeds 501-503 and 505 (+4.2 to +8.3 points) and held it on 504
  * (docs/results.md "How long DAPO runs"); DAPO's share of a run alone went from 177 s (seed 605, 8
  * iterations) to 328 s (seed 705, 16).

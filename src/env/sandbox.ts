@@ -5,8 +5,8 @@
  * Each exec sets limits (memory, processes, file size) → switches to a per-sandbox unprivileged
  * uid when swerl runs as root (so the process limit is enforced: the kernel exempts root) → the
  * isolation layer → `bash -c command`. The first two are one exec of the launcher
- * (native/sandbox/launch.cc) where it was built, else `prlimit` and `setpriv`. Both isolation layers give the command the
- * same private view of the file system, and nothing else of the host:
+ * (native/sandbox/launch.cc) where it was built, else `prlimit` and `setpriv`. Both isolation
+ * layers give the command the same private view of the file system, and nothing else of the host:
  * - a read-only root with only /usr (and the /bin, /sbin, /lib* links or directories), a copy of
  *   the few /etc entries a shell, git, node and python need, and any such interpreter binary that
  *   lives outside them, read-only; a private, size-capped /tmp and /dev/shm; a minimal /dev; a
