@@ -599,31 +599,34 @@ export class LocalSandbox {
       await chmod(meta, 0o700);
       const sb = new LocalSandbox(root, meta, isolation, opts, uid, repository, capped ? opts.diskMiB : null);
       if (!repository) return sb;
-      // The agent's own repository (git checkout, stash, diff work inside the sandbox), made by
-      // sandboxed git. The host never reads it: diff() uses the metadata outside the workspace.
-      // The two repositories are made side by side (git never adds a work tree's own .git).
-      const [init] = await Promise.all([
-        sb.exec(
-          'git init -q && git add -A && git -c user.name=swerl -c user.email=swerl@localhost commit -q --allow-empty -m initial',
-        ),
-        (async () => {
-          await sb.#git(['init', '-q']);
-          await sb.#git(['add', '-A']);
-          await sb.#git([
-            '-c',
-            'user.name=swerl',
-            '-c',
-            'user.email=swerl@localhost',
-            'commit',
-            '-q',
-            '--allow-empty',
-            '-m',
-            'initial',
-          ]);
-        })(),
+      // The baseline diff() compares with: a repository outside the workspace, made by the host.
+      await sb.#git(['init', '-q']);
+      await sb.#git(['add', '-A']);
+      await sb.#git([
+        '-c',
+        'user.name=swerl',
+        '-c',
+        'user.email=swerl@localhost',
+        'commit',
+        '-q',
+        '--allow-empty',
+        '-m',
+        'initial',
       ]);
-      if (init.exitCode !== 0)
-        throw new SwerlError(`cannot initialise the workspace repository: ${init.output}`, 'IO_ERROR');
+      // The agent's own repository (git checkout, stash, diff work inside the sandbox): a copy of
+      // that one at /project/.git, owned by the sandbox's uid, its config without the host's
+      // `core.worktree` (a host path). Copied, not made by git in the
+      // sandbox, because each process costs: that was a sandboxed bash and four git processes per
+      // workspace. The host never reads the copy; diff() uses the metadata outside the workspace.
+      if (existsSync(join(root, '.git'))) {
+        // A workspace that brings a repository of its own (fromDir, files) keeps its history:
+        // sandboxed git commits the starting state on top of it, as the agent's uid.
+        const init = await sb.exec(
+          'git init -q && git add -A && git -c user.name=swerl -c user.email=swerl@localhost -c maintenance.auto=false commit -q --allow-empty -m initial',
+        );
+        if (init.exitCode !== 0)
+          throw new SwerlError(`cannot initialise the workspace repository: ${init.output}`, 'IO_ERROR');
+      } else await sb.#copyRepository();
       return sb;
     } catch (e) {
       if (capped) await unmount([root, meta]);
@@ -905,6 +908,24 @@ export class LocalSandbox {
     return real;
   }
 
+  // The agent's repository as a copy of the host's (see create()); before any command has run.
+  async #copyRepository(): Promise<void> {
+    const target = join(this.root, '.git');
+    try {
+      await cp(join(this.#meta, 'git'), target, { recursive: true });
+      const config = join(target, 'config');
+      const lines = (await readFile(config, 'utf8')).split('\n');
+      await writeFile(config, lines.filter((l) => !/^\s*worktree\s*=/.test(l)).join('\n'));
+      if (this.#uid !== null) {
+        const owned = this.#uid;
+        const paths = (await readdir(target, { recursive: true })).map((p) => join(target, p));
+        await Promise.all([target, ...paths].map((p) => lchown(p, owned, owned)));
+      }
+    } catch (e) {
+      throw new SwerlError(`cannot initialise the workspace repository: ${(e as Error).message}`, 'IO_ERROR');
+    }
+  }
+
   // git over the workspace with its metadata outside it and no user or system configuration.
   #git(args: string[]): Promise<string> {
     return new Promise((resolvePromise, reject) => {
@@ -915,6 +936,9 @@ export class LocalSandbox {
           'core.hooksPath=/dev/null',
           '-c',
           'core.fsmonitor=false',
+          // No background `git maintenance run --auto` after a commit: one process fewer.
+          '-c',
+          'maintenance.auto=false',
           `--git-dir=${join(this.#meta, 'git')}`,
           `--work-tree=${this.root}`,
           ...args,
@@ -963,14 +987,14 @@ let mountWorks: boolean | undefined;
  */
 async function mountCapped(dirs: string[], mib: number, uid: number): Promise<boolean> {
   if (mountWorks === false) return false;
-  const script = dirs
-    .map(
-      (d, i) =>
-        `mount -t tmpfs -o size=${mib}m,mode=0700${i === 0 ? `,uid=${uid},gid=${uid}` : ''} swerl-workspace ${shellQuote(d)}`,
-    )
-    .join(' && ');
-  const ok = (await runQuiet('/bin/sh', ['-c', script])) === 0;
-  if (!ok) await unmount(dirs); // the first may have been mounted
+  const codes = await Promise.all(
+    dirs.map((d, i) => {
+      const owner = i === 0 ? `,uid=${uid},gid=${uid}` : '';
+      return runQuiet('mount', ['-t', 'tmpfs', '-o', `size=${mib}m,mode=0700${owner}`, 'swerl-workspace', d]);
+    }),
+  );
+  const ok = codes.every((c) => c === 0);
+  if (!ok) await unmount(dirs); // some may have been mounted
   mountWorks = ok;
   return ok;
 }

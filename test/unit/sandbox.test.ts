@@ -4,6 +4,8 @@
  * contained; host-side file access cannot be tricked out of the workspace; diff() sees edits and
  * new files. Needs bubblewrap (CI installs it); the isolation-specific tests say why they skip.
  */
+
+import { execFileSync } from 'node:child_process';
 import {
   chmodSync,
   existsSync,
@@ -250,6 +252,63 @@ describe.skipIf(!hasBwrap)('LocalSandbox: kills, workspace location, no reposito
       expect(readdirSync(dir)).toEqual([]); // the workspace it did make is gone
     } finally {
       rmSync(base, { recursive: true, force: true });
+    }
+  });
+
+  it('gives the agent a repository of the starting state, owned by its uid, naming no host path', async () => {
+    const sb = await LocalSandbox.create({ files: { 'm.js': 'a - b\n', 'src/n.js': 'n\n' } });
+    try {
+      const r = await sb.exec(
+        [
+          'git status --porcelain', // nothing changed yet
+          'git log --format=%s', // one commit of the starting state
+          'git ls-files',
+          'echo "a + b" > m.js && git diff --stat',
+          'git stash -q && cat m.js && git stash pop -q && cat m.js',
+          'git checkout -- m.js && cat m.js',
+          'git config --get core.worktree || echo no-worktree',
+          `find .git ! -user "$(id -u)" | head -3`, // every file the agent's own
+          'git rev-parse --show-toplevel',
+        ].join(' && echo --- && '),
+      );
+      expect(r.exitCode).toBe(0);
+      expect(r.output.split('---\n').map((x) => x.trim())).toEqual([
+        '',
+        'initial',
+        'm.js\nsrc/n.js',
+        'm.js | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)',
+        'a - b\na + b',
+        'a - b',
+        'no-worktree',
+        '',
+        sb.workdir,
+      ]);
+      const text = (await sb.exec('cat .git/config .git/HEAD .git/logs/HEAD')).output;
+      expect(text).not.toContain(sb.root);
+      expect(await sb.diff()).toBe(''); // the agent's git left the workspace as it was
+    } finally {
+      await sb.close();
+    }
+  });
+
+  it('keeps the history of a repository the workspace brings, with the starting state on top', async () => {
+    const src = mkdtempSync(join(tmpdir(), 'swerl-fromdir-'));
+    try {
+      const sh = (c: string) => execFileSync('bash', ['-c', c], { cwd: src, env: { PATH: process.env.PATH ?? '' } });
+      sh(
+        'git init -q && echo one > f.txt && git -c user.name=u -c user.email=u@x add -A && git -c user.name=u -c user.email=u@x commit -qm brought && echo two > f.txt',
+      );
+      chmodSync(src, 0o755);
+      const sb = await LocalSandbox.create({ fromDir: src });
+      try {
+        const r = await sb.exec('git log --format=%s && git status --porcelain && cat f.txt');
+        expect(r.exitCode).toBe(0);
+        expect(r.output).toBe('initial\nbrought\ntwo\n');
+      } finally {
+        await sb.close();
+      }
+    } finally {
+      rmSync(src, { recursive: true, force: true });
     }
   });
 
