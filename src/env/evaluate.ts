@@ -138,17 +138,8 @@ async function grade(
   patch: string,
   log: string[],
 ): Promise<Evaluation> {
-  // Before anything of the agent's is in the tree, the tools the grader needs must be there: a
-  // missing one is the grader's failure. After the patch, whatever the tests do is the patch's.
-  const probe = await sb.exec(
-    task.files ? 'command -v git && command -v node' : 'command -v git && { command -v python || command -v python3; }',
-  );
-  if (probe.exitCode !== 0) return runnerFailed(task, `git, node or python is missing: ${probe.output}`, log);
-  if (patch.trim() !== '') {
-    const applied = await applyDiff(sb, 'patch', patch, log);
-    if (applied.exitCode === -1) return runnerFailed(task, applied.output, log);
-    if (applied.exitCode !== 0) return verdict(task, new Map(), false, log);
-  }
+  const prepared = await prepareTree(sb, task, patch, log);
+  if (prepared !== null) return prepared;
   try {
     await restoreProtected(sb, task, patch, log);
   } catch (e) {
@@ -186,16 +177,55 @@ async function applyDiff(sb: Sandbox, name: string, diff: string, log: string[])
   return r;
 }
 
+// What prepareTree's script prints last when a step fails: the grader's own steps with exit code
+// 125, the patch with 126 (git apply returns neither).
+const TOOLS_MISSING = 'swerl-tools-missing';
+const WIPE_FAILED = 'swerl-wipe-failed';
+const APPLY_FAILED = 'swerl-apply-failed';
+
+/**
+ * Three steps in one sandboxed command (each command is a process tree to start): before
+ * anything of the agent's is in the tree, the tools the grader needs must be there (a missing one
+ * is the grader's failure; after the patch, whatever the tests do is the patch's); then the
+ * agent's patch applies; then swerl's evaluation folder goes, whatever the patch put there (a
+ * file, a symlink, a reporter). null when the tree is ready for restoreProtected, else the
+ * evaluation to return: unresolved when the patch does not apply, an error when anything else
+ * failed (a missing tool, a command that did not start or did not finish).
+ */
+async function prepareTree(sb: Sandbox, task: SweTask, patch: string, log: string[]): Promise<Evaluation | null> {
+  const tools = task.files
+    ? 'command -v git && command -v node'
+    : 'command -v git && { command -v python || command -v python3; }';
+  const applies = patch.trim() !== '';
+  if (applies) await sb.writeFile(`${EVAL_DIR}/patch.diff`, patch.endsWith('\n') ? patch : `${patch}\n`);
+  const r = await sb.exec(
+    [
+      `t=$( { ${tools}; } 2>&1 ) || { printf '%s\\n%s\\n' ${TOOLS_MISSING} "$t"; exit 125; }`,
+      ...(applies
+        ? [`git apply --whitespace=nowarn ${EVAL_DIR}/patch.diff || { echo ${APPLY_FAILED}; exit 126; }`]
+        : []),
+      `rm -rf -- ${EVAL_DIR} || { echo ${WIPE_FAILED}; exit 125; }`,
+    ].join('\n'),
+  );
+  const last = (marker: string) => !r.timedOut && r.output.endsWith(`${marker}\n`);
+  if (r.exitCode === 125 && r.output.startsWith(`${TOOLS_MISSING}\n`))
+    return runnerFailed(task, `git, node or python is missing: ${r.output.slice(TOOLS_MISSING.length + 1)}`, log);
+  if (r.exitCode === 125 && last(WIPE_FAILED))
+    throw new SwerlError(`cannot reset ${EVAL_DIR}: ${r.output.slice(0, -WIPE_FAILED.length - 1)}`, 'IO_ERROR');
+  const applyOutput = r.exitCode === 126 && last(APPLY_FAILED) ? r.output.slice(0, -APPLY_FAILED.length - 1) : r.output;
+  if (applies) log.push(`$ git apply patch\n${applyOutput}`);
+  if (r.exitCode === 126 && last(APPLY_FAILED)) return verdict(task, new Map(), false, log);
+  if (r.exitCode !== 0) return runnerFailed(task, r.output, log);
+  return null;
+}
+
 /**
  * Puts back every protected path the agent's patch touched: from the inline repository, or from
- * the base commit; a path that was not there before is removed. swerl's own evaluation folder is
- * always made anew.
+ * the base commit; a path that was not there before is removed. (swerl's own evaluation folder
+ * is gone already: prepareTree removed it.)
  */
 async function restoreProtected(sb: Sandbox, task: SweTask, patch: string, log: string[]): Promise<void> {
   const paths = protectedPathsIn(task, patch).filter((p) => !p.startsWith(EVAL_DIR));
-  // Whatever the patch put at swerl's evaluation folder (a file, a symlink, a reporter) goes.
-  const wipe = await sb.exec(`rm -rf -- ${EVAL_DIR}`);
-  if (wipe.exitCode !== 0) throw new SwerlError(`cannot reset ${EVAL_DIR}: ${wipe.output}`, 'IO_ERROR');
   if (paths.length === 0) return;
   log.push(`# restored from the task (the agent's patch touched them): ${paths.join(', ')}`);
   const quoted = paths.map(shellQuote).join(' ');

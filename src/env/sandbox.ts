@@ -579,10 +579,12 @@ export class LocalSandbox {
     }
     let uid: number | null = null;
     let capped = false;
+    // The git metadata gets a tmpfs of its own only where there is a repository to hold.
+    const mounts = repository ? [root, meta] : [root];
     try {
       // As root, commands run as a per-sandbox unprivileged uid, which then owns the workspace.
       uid = isRoot ? claimUid() : null;
-      if (uid !== null && onTmpfs(dir)) capped = await mountCapped([root, meta], opts.diskMiB, uid);
+      if (uid !== null && onTmpfs(dir)) capped = await mountCapped(mounts, opts.diskMiB, uid);
       if (o.fromDir !== undefined) await cp(o.fromDir, root, { recursive: true });
       for (const [path, content] of Object.entries(o.files ?? {})) {
         const target = insideOrThrow(root, path);
@@ -629,7 +631,7 @@ export class LocalSandbox {
       } else await sb.#copyRepository();
       return sb;
     } catch (e) {
-      if (capped) await unmount([root, meta]);
+      if (capped) await unmount(mounts);
       await rm(root, { recursive: true, force: true });
       await rm(meta, { recursive: true, force: true });
       if (uid !== null) releaseUid(uid);
@@ -890,7 +892,7 @@ export class LocalSandbox {
       });
     }
     // Unmounted first: removing a mount point fails (EBUSY), and its files are freed with it.
-    if (this.diskCapMiB !== null) await unmount([this.root, this.#meta]);
+    if (this.diskCapMiB !== null) await unmount(this.#repository ? [this.root, this.#meta] : [this.root]);
     await rm(this.root, { recursive: true, force: true });
     await rm(this.#meta, { recursive: true, force: true });
     if (this.#uid !== null) releaseUid(this.#uid);

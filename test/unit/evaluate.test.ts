@@ -54,8 +54,12 @@ describe('evaluatePatch', () => {
       task,
       'diff --git a/nope b/nope\n--- a/nope\n+++ b/nope\n@@ -1 +1 @@\n-x\n+y\n',
     );
-    expect(garbage.resolved).toBe(false);
-    expect(garbage.log).toContain('git apply');
+    expect(garbage).toMatchObject({ resolved: false, outcome: 'unresolved' });
+    expect(garbage.log).toMatch(/\$ git apply patch\nerror: .*nope/);
+    expect(garbage.log).not.toContain('swerl-apply-failed'); // the grader's own marker is not logged
+    // A patch that applies but plants files in swerl's evaluation folder: they go before the run.
+    const planted = `${gold}diff --git a/.swerl-eval/reporter.mjs b/.swerl-eval/reporter.mjs\nnew file mode 100644\n--- /dev/null\n+++ b/.swerl-eval/reporter.mjs\n@@ -0,0 +1 @@\n+export default async function* r() {}\n`;
+    expect(await evaluatePatch(task, planted)).toMatchObject({ resolved: true, outcome: 'resolved' });
   });
 
   it('a patch that hangs the tests is cut off by the timeout', async () => {
