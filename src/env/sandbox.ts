@@ -615,11 +615,6 @@ export class LocalSandbox {
         '-m',
         'initial',
       ]);
-      // The agent's own repository (git checkout, stash, diff work inside the sandbox): a copy of
-      // that one at /project/.git, owned by the sandbox's uid, its config without the host's
-      // `core.worktree` (a host path). Copied, not made by git in the
-      // sandbox, because each process costs: that was a sandboxed bash and four git processes per
-      // workspace. The host never reads the copy; diff() uses the metadata outside the workspace.
       if (existsSync(join(root, '.git'))) {
         // A workspace that brings a repository of its own (fromDir, files) keeps its history:
         // sandboxed git commits the starting state on top of it, as the agent's uid.
@@ -628,7 +623,12 @@ export class LocalSandbox {
         );
         if (init.exitCode !== 0)
           throw new SwerlError(`cannot initialise the workspace repository: ${init.output}`, 'IO_ERROR');
-      } else await sb.#copyRepository();
+      } else {
+        // The agent's own repository (git checkout, stash, diff work inside the sandbox): a copy
+        // of that one, not made by git in the sandbox, because each process costs (that was a
+        // sandboxed bash and four git processes per workspace). The host never reads the copy.
+        await sb.#copyRepository();
+      }
       return sb;
     } catch (e) {
       if (capped) await unmount(mounts);
@@ -910,7 +910,8 @@ export class LocalSandbox {
     return real;
   }
 
-  // The agent's repository as a copy of the host's (see create()); before any command has run.
+  // The agent's repository, /project/.git: a copy of the host's baseline, owned by the sandbox's
+  // uid, its config without the host's `core.worktree` (a host path). Before any command has run.
   async #copyRepository(): Promise<void> {
     const target = join(this.root, '.git');
     try {
