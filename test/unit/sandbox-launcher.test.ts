@@ -2,10 +2,11 @@
  * The sandbox launcher (native/sandbox/launch.cc): where it is built, each command starts with its
  * one exec instead of `prlimit` → `setpriv` → `sh` → a descriptor-closing bash. A command must see
  * exactly the same either way: the same uid, limits, descriptors (none inherited), `$0`, and one
- * pipe for stdout and stderr. A malformed launcher argument runs nothing.
+ * pipe for stdout and stderr. A malformed launcher argument, or a step that fails (a limit, the uid
+ * change, the exec), runs nothing.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -88,6 +89,36 @@ describe('sandbox launcher', () => {
     const ok = spawnSync(launcher as string, ['--nproc=50', '--', 'touch', mark], { encoding: 'utf8' });
     expect(ok.status, ok.stderr).toBe(0);
     expect(existsSync(mark)).toBe(true);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it.skipIf(launcher === null)('a step that fails runs nothing, with status 127 and the reason', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'swerl-launch-'));
+    chmodSync(dir, 0o777); // so that the command, had it run, could leave its mark as any user
+    const mark = join(dir, 'ran');
+    // Without the privilege to raise a hard limit or to change uid: as root, drop it first.
+    const unprivileged =
+      process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : [];
+    const L = launcher as string;
+    const touch = ['--', 'touch', mark];
+    const cases: [string[], RegExp][] = [
+      // A limit above the hard limit this process was given.
+      [
+        ['prlimit', '--fsize=4096:4096', '--', ...unprivileged, L, '--fsize=8192', ...touch],
+        /--fsize=8192: Operation not permitted/,
+      ],
+      // A uid change: the supplementary groups cannot be dropped without CAP_SETGID.
+      [[...unprivileged, L, '--uid=12345', ...touch], /setgroups: Operation not permitted/],
+      // A program that is not there.
+      [[L, '--', join(dir, 'missing'), mark], /missing: No such file or directory/],
+    ];
+    for (const [argv, why] of cases) {
+      const r = spawnSync(argv[0] as string, argv.slice(1), { encoding: 'utf8' });
+      expect(r.status, `${argv.join(' ')}: ${r.stderr}`).toBe(127);
+      expect(r.stderr).toMatch(/^swerl_launch: /);
+      expect(r.stderr).toMatch(why);
+      expect(existsSync(mark)).toBe(false);
+    }
     rmSync(dir, { recursive: true, force: true });
   });
 });
