@@ -278,8 +278,16 @@ const ETC_ENTRIES = [
 // The programs commands rely on: when PATH's copy resolves outside the system directories (a
 // node installed under /opt, say), exactly that binary is bound, nothing else of its tree.
 const TOOLS = ['node', 'git', 'python3', 'bash', 'sh', 'env'];
+/** What exec() returns, with exit code 2, for a command that holds a NUL byte. */
+export const NUL_IN_COMMAND = 'bash: the command contains a NUL byte, which no command line can hold\n';
 /** The PATH commands run with. */
 const SANDBOX_PATH = '/usr/local/bin:/usr/bin:/bin';
+/**
+ * Who a command is inside a bwrap sandbox, whatever uid it runs as outside: what `id`, `ls -l` or
+ * `groups` print must not depend on which uid the sandbox claimed (a rollout's observations are
+ * a function of its seed and the weights), nor name a user of the host.
+ */
+export const SANDBOX_USER = { name: 'swerl', uid: 1000, gid: 1000 } as const;
 
 let view: HostView | null = null;
 
@@ -342,11 +350,32 @@ function etcCopy(entries: string[]): string | null {
       cpSync(`/etc/${name}`, join(dir, name), { recursive: true, verbatimSymlinks: true });
     }
     writeFileSync(join(dir, 'resolv.conf'), '');
+    sandboxUserEntries(dir);
     return dir;
   } catch {
     if (dir !== null) rmSync(dir, { recursive: true, force: true });
     return null;
   }
+}
+
+/**
+ * In the /etc copy: the sandbox's user and group (SANDBOX_USER), in place of any host entry with
+ * that name or id.
+ */
+function sandboxUserEntries(dir: string): void {
+  const { name, uid, gid } = SANDBOX_USER;
+  const rewrite = (file: string, id: number, line: string) => {
+    const path = join(dir, file);
+    const kept = existsSync(path)
+      ? readFileSync(path, 'utf8')
+          .split('\n')
+          .filter((l) => l !== '' && !l.startsWith(`${name}:`) && l.split(':')[2] !== String(id))
+      : [];
+    rmSync(path, { force: true }); // a symlink in the host's /etc is replaced, not written through
+    writeFileSync(path, `${[...kept, line].join('\n')}\n`, { mode: 0o644 });
+  };
+  rewrite('passwd', uid, `${name}:x:${uid}:${gid}:${name}:${SANDBOX_WORKDIR}:/bin/bash`);
+  rewrite('group', gid, `${name}:x:${gid}:`);
 }
 
 function bwrapArgs(workspace: string | null, network: boolean, diskBytes: number): string[] {
@@ -365,6 +394,7 @@ function bwrapArgs(workspace: string | null, network: boolean, diskBytes: number
   // No user namespace inside: in one the command would hold every capability again, and could
   // mount a tmpfs of its own with no size cap (a way to fill the host's memory).
   args.push('--unshare-all', '--unshare-user', '--disable-userns', '--die-with-parent', '--new-session');
+  args.push('--uid', String(SANDBOX_USER.uid), '--gid', String(SANDBOX_USER.gid));
   if (network) args.push('--share-net');
   return args;
 }
@@ -643,6 +673,11 @@ export class LocalSandbox {
   exec(command: string, o: { timeoutMs?: number } = {}): Promise<ExecResult> {
     if (this.#closed) return Promise.reject(new SwerlError('this sandbox is closed', 'DISPOSED'));
     if (typeof command !== 'string') return Promise.reject(invalidArgument('command', 'a string', command));
+    // No program's arguments can hold a NUL byte. Said in words of its own, not in spawn's error,
+    // which names the argument's index in the launch line (an observation would then depend on
+    // how the command is launched).
+    if (command.includes('\0'))
+      return Promise.resolve({ exitCode: 2, output: NUL_IN_COMMAND, timedOut: false, truncated: false, durationMs: 0 });
     const timeoutMs = o.timeoutMs ?? this.#o.timeoutMs;
     const launch = this.#launch(command);
     const started = performance.now();

@@ -255,6 +255,39 @@ describe.skipIf(!hasBwrap)('LocalSandbox: kills, workspace location, no reposito
     }
   });
 
+  it('a command with a NUL byte gets the same answer however it would be launched, and runs nothing', async () => {
+    const sb = await LocalSandbox.create({ repository: false });
+    try {
+      const r = await sb.exec('echo a\0b > made.txt');
+      expect(r).toMatchObject({ exitCode: 2, timedOut: false });
+      expect(r.output).toBe('bash: the command contains a NUL byte, which no command line can hold\n');
+      expect(existsSync(join(sb.root, 'made.txt'))).toBe(false);
+      expect((await sb.exec('echo fine')).output).toBe('fine\n');
+    } finally {
+      await sb.close();
+    }
+  });
+
+  it.skipIf(!hasBwrap)('a command is the same user in every bwrap sandbox, whatever uid it got', async () => {
+    const probe = 'id && groups && whoami && ls -ln && stat -c "%u %g %U" . && echo ~';
+    const [a, b] = [
+      await LocalSandbox.create({ isolation: 'bwrap', files: { 'a.txt': 'x\n' } }),
+      await LocalSandbox.create({ isolation: 'bwrap', files: { 'a.txt': 'x\n' } }),
+    ];
+    try {
+      const [ra, rb] = [await a.exec(probe), await b.exec(probe)];
+      expect(ra.exitCode, ra.output).toBe(0);
+      expect(ra.output).toBe(rb.output);
+      expect(ra.output).toContain('uid=1000(swerl) gid=1000(swerl) groups=1000(swerl)\nswerl\nswerl\n');
+      expect(ra.output).toMatch(/^-rw-r--r-- 1 1000 1000 2 .* a\.txt$/m);
+      expect(ra.output).toContain('1000 1000 swerl\n/project\n');
+      if (a.uid !== null) expect(a.uid).not.toBe(b.uid); // as root: two uids outside, one user inside
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
   it('gives the agent a repository of the starting state, owned by its uid, naming no host path', async () => {
     const sb = await LocalSandbox.create({ files: { 'm.js': 'a - b\n', 'src/n.js': 'n\n' } });
     try {
