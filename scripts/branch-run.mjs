@@ -37,6 +37,8 @@ if (values.after && !state.done.includes(values.after)) {
   process.exit(2);
 }
 cpSync(run, out, { recursive: true });
+// The branch is a run of its own: RUN's lock (held while RUN is still being written) stays with RUN.
+rmSync(join(out, 'run.lock'), { force: true });
 if (values.after) goBackTo(values.after);
 state.configHash = hashConfig(c);
 // A relative checkpoint path is relative to the run folder, so it holds in OUT as it is.

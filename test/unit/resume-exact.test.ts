@@ -7,7 +7,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isolationAvailable } from '../../src/index.js';
@@ -101,12 +101,21 @@ describe.skipIf(!canSandbox)('resume', () => {
     const branched = join(dir, 'branched');
     const config = join(dir, 'smoke.json');
     writeFileSync(config, '{"preset": "smoke"}\n');
+    // As if the run were still being written (branching a live run's finished phases): its lock,
+    // held by a live process (this one), stays with it and does not lock the branch.
+    const lock = join(straight, 'run.lock');
+    writeFileSync(
+      lock,
+      `${JSON.stringify({ pid: process.pid, host: hostname(), token: 't', startedAt: new Date().toISOString() })}\n`,
+    );
     const branch = spawnSync(
       process.execPath,
       [join(root, 'scripts', 'branch-run.mjs'), '--after', 'eval-rft', straight, config, branched],
       { encoding: 'utf8' },
     );
     expect(branch.status, branch.stdout + branch.stderr).toBe(0);
+    rmSync(lock);
+    expect(existsSync(join(branched, 'run.lock'))).toBe(false);
     const state = JSON.parse(readFileSync(join(branched, 'state.json'), 'utf8'));
     expect(state.done).toEqual(['warmstart', 'eval-base', 'rft', 'eval-rft']);
     expect(state.stages.map((s: { name: string }) => s.name)).toEqual(['base', 'rft']);
