@@ -212,9 +212,9 @@ async function prepareTree(sb: Sandbox, task: SweTask, patch: string, log: strin
     return runnerFailed(task, `git, node or python is missing: ${r.output.slice(TOOLS_MISSING.length + 1)}`, log);
   if (r.exitCode === 125 && last(WIPE_FAILED))
     throw new SwerlError(`cannot reset ${EVAL_DIR}: ${r.output.slice(0, -WIPE_FAILED.length - 1)}`, 'IO_ERROR');
-  const applyOutput = r.exitCode === 126 && last(APPLY_FAILED) ? r.output.slice(0, -APPLY_FAILED.length - 1) : r.output;
-  if (applies) log.push(`$ git apply patch\n${applyOutput}`);
-  if (r.exitCode === 126 && last(APPLY_FAILED)) return verdict(task, new Map(), false, log);
+  const notApplied = r.exitCode === 126 && last(APPLY_FAILED);
+  if (applies) log.push(`$ git apply patch\n${notApplied ? r.output.slice(0, -APPLY_FAILED.length - 1) : r.output}`);
+  if (notApplied) return verdict(task, new Map(), false, log);
   if (r.exitCode !== 0) return runnerFailed(task, r.output, log);
   return null;
 }

@@ -609,8 +609,7 @@ export class LocalSandbox {
     }
     let uid: number | null = null;
     let capped = false;
-    // The git metadata gets a tmpfs of its own only where there is a repository to hold.
-    const mounts = repository ? [root, meta] : [root];
+    const mounts = mountPoints(root, meta, repository);
     try {
       // As root, commands run as a per-sandbox unprivileged uid, which then owns the workspace.
       uid = isRoot ? claimUid() : null;
@@ -621,11 +620,7 @@ export class LocalSandbox {
         await mkdir(dirname(target), { recursive: true });
         await writeFile(target, content);
       }
-      if (uid !== null) {
-        const owned = uid;
-        const paths = (await readdir(root, { recursive: true })).map((p) => join(root, p));
-        await Promise.all([root, ...paths].map((p) => lchown(p, owned, owned)));
-      }
+      if (uid !== null) await chownTree(root, uid);
       // Only its own uid (or, not as root, the user) may enter the workspace: no other sandbox's.
       await chmod(root, 0o700);
       await chmod(meta, 0o700);
@@ -927,7 +922,7 @@ export class LocalSandbox {
       });
     }
     // Unmounted first: removing a mount point fails (EBUSY), and its files are freed with it.
-    if (this.diskCapMiB !== null) await unmount(this.#repository ? [this.root, this.#meta] : [this.root]);
+    if (this.diskCapMiB !== null) await unmount(mountPoints(this.root, this.#meta, this.#repository));
     await rm(this.root, { recursive: true, force: true });
     await rm(this.#meta, { recursive: true, force: true });
     if (this.#uid !== null) releaseUid(this.#uid);
@@ -954,11 +949,7 @@ export class LocalSandbox {
       const config = join(target, 'config');
       const lines = (await readFile(config, 'utf8')).split('\n');
       await writeFile(config, lines.filter((l) => !/^\s*worktree\s*=/.test(l)).join('\n'));
-      if (this.#uid !== null) {
-        const owned = this.#uid;
-        const paths = (await readdir(target, { recursive: true })).map((p) => join(target, p));
-        await Promise.all([target, ...paths].map((p) => lchown(p, owned, owned)));
-      }
+      if (this.#uid !== null) await chownTree(target, this.#uid);
     } catch (e) {
       throw new SwerlError(`cannot initialise the workspace repository: ${(e as Error).message}`, 'IO_ERROR');
     }
@@ -1004,6 +995,17 @@ export class LocalSandbox {
       child.on('error', (e) => reject(new SwerlError(`cannot run git: ${e.message}`, 'IO_ERROR')));
     });
   }
+}
+
+/** The tmpfs mounts of a capped sandbox: the workspace, and the git metadata where there is a repository. */
+function mountPoints(root: string, meta: string, repository: boolean): string[] {
+  return repository ? [root, meta] : [root];
+}
+
+/** Gives `dir` and everything under it (symlinks themselves, not their targets) to `uid`. */
+async function chownTree(dir: string, uid: number): Promise<void> {
+  const paths = (await readdir(dir, { recursive: true })).map((p) => join(dir, p));
+  await Promise.all([dir, ...paths].map((p) => lchown(p, uid, uid)));
 }
 
 function onTmpfs(dir: string): boolean {
