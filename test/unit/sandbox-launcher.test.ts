@@ -50,8 +50,10 @@ describe('sandbox launcher', () => {
   });
 
   describe.skipIf(launcher === null)('against the prlimit chain', () => {
+    // The shell's descriptors are listed into a file, not through a pipe: while it starts a
+    // pipeline the shell itself holds the pipe's ends for a moment, and `ls` could see them.
     const probe =
-      'id -u; id -G; ulimit -u; ulimit -f; ulimit -d; ulimit -v; ls /proc/$$/fd | tr "\\n" " "; echo; echo $0; ' +
+      'id -u; id -G; ulimit -u; ulimit -f; ulimit -d; ulimit -v; ls /proc/$$/fd > fds.txt; tr "\\n" " " < fds.txt; echo; echo $0; ' +
       'echo out1; echo err1 >&2; echo out2; [ -e /proc/$$/fd/200 ] && echo LEAKED; nothere';
     for (const isolation of kinds) {
       it(`a command sees the same uid, limits, descriptors and output order (${isolation})`, () => {
