@@ -3,7 +3,8 @@
  * one exec instead of `prlimit` → `setpriv` → `sh` → a descriptor-closing bash. A command must see
  * exactly the same either way: the same uid, limits, descriptors (none inherited), `$0`, and one
  * pipe for stdout and stderr. A malformed launcher argument, or a step that fails (a limit, the uid
- * change, the exec), runs nothing.
+ * change, the exec), runs nothing. Where the kernel has no close_range (before 5.9), the
+ * descriptors still close, one by one.
  */
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -16,6 +17,7 @@ import { sandboxLauncherPath } from '../../src/native.js';
 
 const cmakeBuilt = existsSync(join('build', 'cmake', 'Release', 'swerl.node'));
 const launcher = sandboxLauncherPath();
+const hasPython = spawnSync('python3', ['-c', '0']).status === 0;
 const kinds = (['bwrap', 'none'] as const).filter((k) => k === 'none' || isolationAvailable(k));
 
 /**
@@ -42,6 +44,37 @@ function probeOutput(isolation: string, withLauncher: boolean, probe: string): {
   rmSync(dirname(log), { recursive: true, force: true });
   return JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}');
 }
+
+/**
+ * Execs its arguments with close_range (syscall 436 on every architecture) refused with ENOSYS, as
+ * a kernel before 5.9 refuses it, and descriptors 3, 4, 5, 1000 and 4000 open and inheritable
+ * (below a descriptor limit of 4096). A seccomp filter: no privilege needed after no_new_privs.
+ */
+const REFUSE_CLOSE_RANGE = `
+import ctypes, os, resource, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+NR, ENOSYS = 436, 38
+prog = b''.join(struct.pack('HBBI', *i) for i in [
+    (0x20, 0, 0, 0),                    # A = seccomp_data.nr
+    (0x15, 0, 1, NR),                   # if A == close_range
+    (0x06, 0, 0, 0x00050000 | ENOSYS),  #   return ERRNO(ENOSYS)
+    (0x06, 0, 0, 0x7fff0000)])          # return ALLOW
+buf = ctypes.create_string_buffer(prog)
+class Fprog(ctypes.Structure):
+    _fields_ = [('len', ctypes.c_ushort), ('filter', ctypes.c_void_p)]
+fprog = Fprog(len(prog) // 8, ctypes.addressof(buf))
+if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(fprog), 0, 0) != 0:
+    sys.exit('seccomp: ' + os.strerror(ctypes.get_errno()))
+u = ctypes.c_uint
+if libc.syscall(NR, u(3), u(0xffffffff), u(0)) != -1 or ctypes.get_errno() != ENOSYS:
+    sys.exit('close_range was not refused')
+resource.setrlimit(resource.RLIMIT_NOFILE, (4096, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+null = os.open('/dev/null', os.O_RDONLY)
+for fd in (3, 4, 5, 1000, 4000):
+    if fd != null: os.dup2(null, fd, inheritable=True)
+os.set_inheritable(null, True)
+os.execvp(sys.argv[1], sys.argv[1:])
+`;
 
 describe('sandbox launcher', () => {
   it.skipIf(!cmakeBuilt)('is built beside the cmake addon, statically linked where it could be', () => {
@@ -126,4 +159,22 @@ describe('sandbox launcher', () => {
     }
     rmSync(dir, { recursive: true, force: true });
   });
+
+  it.skipIf(launcher === null || !hasPython)(
+    'closes inherited descriptors one by one where close_range is refused',
+    () => {
+      // Which of the inherited descriptors the shell the launcher runs still holds ([ -e ] is a
+      // builtin: nothing else is started, no pipe opened).
+      const probe = 'for f in 3 4 5 1000 4000; do [ -e /proc/$$/fd/$f ] && echo open $f; done; echo done';
+      const run = (argv: string[]) =>
+        spawnSync('python3', ['-c', REFUSE_CLOSE_RANGE, ...argv, 'sh', '-c', probe], { encoding: 'utf8' });
+      // Without the launcher the shell holds them all: the probe sees what it should close.
+      const bare = run([]);
+      expect(bare.status, bare.stderr).toBe(0);
+      expect(bare.stdout).toBe('open 3\nopen 4\nopen 5\nopen 1000\nopen 4000\ndone\n');
+      const launched = run([launcher as string, '--nproc=500', '--']);
+      expect(launched.status, launched.stderr).toBe(0);
+      expect(launched.stdout).toBe('done\n');
+    },
+  );
 });

@@ -205,6 +205,27 @@ describe.skipIf(!hasBwrap)('LocalSandbox: kills, workspace location, no reposito
     }
   });
 
+  it.skipIf(process.getuid?.() !== 0)(
+    "close() kills what a command left running outside its process group ('none' isolation)",
+    async () => {
+      // Without a PID namespace nothing ends a process that left the command's group (setsid):
+      // close() kills by the sandbox's uid.
+      const sb = await LocalSandbox.create({ isolation: 'none', repository: false });
+      try {
+        // The command returns once the process is in a session of its own (it writes its pid
+        // after setsid): earlier, the end of the command still kills it with the group.
+        const r = await sb.exec(
+          "setsid sh -c 'echo $$ > pid; exec sleep 300' </dev/null >/dev/null 2>&1 & while [ ! -s pid ]; do sleep 0.05; done; echo started",
+        );
+        expect(r.output).toBe('started\n');
+        expect(processesOf(sb)).toBe(1); // it outlived the command
+      } finally {
+        await sb.close();
+      }
+      expect(processesOf(sb)).toBe(0);
+    },
+  );
+
   it('makes its workspace in the dir option, else in defaultSandboxDir()', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'swerl-sbdir-'));
     try {
