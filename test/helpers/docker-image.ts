@@ -123,3 +123,29 @@ export function ensureTestImage(): string {
     rmSync(root, { recursive: true, force: true });
   }
 }
+
+/**
+ * The test image without the programs `tools` (a container that lacks a tool the grader needs),
+ * made from it by a container's commit; built once per engine.
+ */
+export function ensureTestImageWithout(tools: string[]): string {
+  const name = `${TEST_IMAGE}-without-${tools.join('-')}`;
+  try {
+    execFileSync('docker', ['image', 'inspect', name], { stdio: 'ignore' });
+    return name;
+  } catch {
+    // build it
+  }
+  const base = ensureTestImage();
+  const container = `swerl-test-derive-${process.pid}`;
+  try {
+    const script = 'for t; do while p=$(command -v "$t"); do rm -f -- "$p" || exit 1; done; done';
+    execFileSync('docker', ['run', '--name', container, base, 'bash', '-c', script, 'bash', ...tools], {
+      stdio: 'ignore',
+    });
+    execFileSync('docker', ['commit', container, name], { stdio: 'ignore' });
+  } finally {
+    execFileSync('docker', ['rm', '-f', container], { stdio: 'ignore' });
+  }
+  return name;
+}

@@ -1,7 +1,8 @@
 /**
  * DockerSandbox against a real Docker engine: exec, limits, timeouts that kill the whole process
  * group, output caps, file access that cannot leave the workdir, diff, and evaluatePatch on a
- * mini-SWE task in a container, bind mounts, and the removal of a killed run's containers.
+ * mini-SWE task in a container (and in one that lacks a tool the grader needs), bind mounts, and
+ * the removal of a killed run's containers.
  * Skipped, with the reason printed, when no engine is reachable (CI starts one:
  * scripts/start-dockerd.sh); SWERL_REQUIRE_DOCKER=1 makes a missing engine a failure. The image
  * is built from this machine's own binaries.
@@ -16,7 +17,7 @@ import Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
 import { DockerSandbox, evaluatePatch, expertPolicy, generateMiniSweTasks, runEpisode } from '../../src/index.js';
 import { dockerTestsCanRun } from '../helpers/docker-engine.js';
-import { ensureTestImage } from '../helpers/docker-image.js';
+import { ensureTestImage, ensureTestImageWithout } from '../helpers/docker-image.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const hasDocker = await dockerTestsCanRun('DockerSandbox tests');
@@ -159,6 +160,26 @@ describe.skipIf(!hasDocker)('DockerSandbox', () => {
     const empty = await evaluatePatch(task, '', { sandbox: 'docker', docker });
     expect(empty.resolved).toBe(false);
   }, 60_000);
+
+  it('evaluatePatch in a container that lacks git or node: an error of the grader, whatever the patch', async () => {
+    const [task] = await generateMiniSweTasks({ count: 1, seed: 5 });
+    if (!task) throw new Error('no task generated');
+    // Without node the container starts and the grader's tool check finds it missing, before
+    // the patch is applied; without git the workspace's repository cannot be made.
+    for (const [tool, code, says] of [
+      ['node', 'RUNNER_FAILED', 'git, node or python is missing'],
+      ['git', 'IO_ERROR', 'git'],
+    ] as const) {
+      const docker = { image: ensureTestImageWithout([tool]) };
+      for (const patch of [task.patch, '']) {
+        const r = await evaluatePatch(task, patch, { sandbox: 'docker', docker });
+        expect(r.outcome, `without ${tool}: ${r.log}`).toBe('error');
+        expect(r.resolved).toBe(false);
+        expect(r.error?.code).toBe(code);
+        expect(r.error?.message).toContain(says);
+      }
+    }
+  }, 90_000);
 
   it('the expert solves a task through the scaffold tools in a container', async () => {
     const [task] = await generateMiniSweTasks({ count: 1, seed: 9 });
