@@ -84,14 +84,19 @@ function copyWithLibs(root: string, file: string, seen: Set<string>): void {
   }
 }
 
+/** Whether the engine has the image `name`. */
+function hasImage(name: string): boolean {
+  try {
+    execFileSync('docker', ['image', 'inspect', name], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Builds the test image unless the engine already has it. */
 export function ensureTestImage(): string {
-  try {
-    execFileSync('docker', ['image', 'inspect', TEST_IMAGE], { stdio: 'ignore' });
-    return TEST_IMAGE;
-  } catch {
-    // build it
-  }
+  if (hasImage(TEST_IMAGE)) return TEST_IMAGE;
   const root = mkdtempSync(join(tmpdir(), 'swerl-rootfs-'));
   try {
     const seen = new Set<string>();
@@ -130,12 +135,7 @@ export function ensureTestImage(): string {
  */
 export function ensureTestImageWithout(tools: string[]): string {
   const name = `${TEST_IMAGE}-without-${tools.join('-')}`;
-  try {
-    execFileSync('docker', ['image', 'inspect', name], { stdio: 'ignore' });
-    return name;
-  } catch {
-    // build it
-  }
+  if (hasImage(name)) return name;
   const base = ensureTestImage();
   const container = `swerl-test-derive-${process.pid}`;
   try {

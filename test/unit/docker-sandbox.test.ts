@@ -168,7 +168,7 @@ describe.skipIf(!hasDocker)('DockerSandbox', () => {
     // the patch is applied; without git the workspace's repository cannot be made.
     for (const [tool, code, says] of [
       ['node', 'RUNNER_FAILED', 'git, node or python is missing'],
-      ['git', 'IO_ERROR', 'git'],
+      ['git', 'IO_ERROR', 'git: command not found'],
     ] as const) {
       const docker = { image: ensureTestImageWithout([tool]) };
       for (const patch of [task.patch, '']) {

@@ -7,11 +7,12 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isolationAvailable } from '../../src/index.js';
 import { dapoPhase } from '../../src/pipeline/phases.js';
+import { RUN_LOCK_FILE, RunLock } from '../../src/pipeline/run-lock.js';
 import { PACKAGE_ROOT as root, startScript, waitFor } from '../helpers/node-process.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'swerl-resume-'));
@@ -103,19 +104,15 @@ describe.skipIf(!canSandbox)('resume', () => {
     writeFileSync(config, '{"preset": "smoke"}\n');
     // As if the run were still being written (branching a live run's finished phases): its lock,
     // held by a live process (this one), stays with it and does not lock the branch.
-    const lock = join(straight, 'run.lock');
-    writeFileSync(
-      lock,
-      `${JSON.stringify({ pid: process.pid, host: hostname(), token: 't', startedAt: new Date().toISOString() })}\n`,
-    );
+    const lock = await RunLock.claim(straight);
     const branch = spawnSync(
       process.execPath,
       [join(root, 'scripts', 'branch-run.mjs'), '--after', 'eval-rft', straight, config, branched],
       { encoding: 'utf8' },
     );
     expect(branch.status, branch.stdout + branch.stderr).toBe(0);
-    rmSync(lock);
-    expect(existsSync(join(branched, 'run.lock'))).toBe(false);
+    await lock.release();
+    expect(existsSync(join(branched, RUN_LOCK_FILE))).toBe(false);
     const state = JSON.parse(readFileSync(join(branched, 'state.json'), 'utf8'));
     expect(state.done).toEqual(['warmstart', 'eval-base', 'rft', 'eval-rft']);
     expect(state.stages.map((s: { name: string }) => s.name)).toEqual(['base', 'rft']);
