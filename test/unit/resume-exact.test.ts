@@ -5,7 +5,7 @@
  * weights, AdamW's moments and step count, and the rollout seeds' positions. Compared with
  * scripts/compare-runs.mjs (every metrics event, timings aside; every rollout record).
  */
-import { spawnSync } from 'node:child_process';
+import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -105,13 +105,17 @@ describe.skipIf(!canSandbox)('resume', () => {
     // As if the run were still being written (branching a live run's finished phases): its lock,
     // held by a live process (this one), stays with it and does not lock the branch.
     const lock = await RunLock.claim(straight);
-    const branch = spawnSync(
-      process.execPath,
-      [join(root, 'scripts', 'branch-run.mjs'), '--after', 'eval-rft', straight, config, branched],
-      { encoding: 'utf8' },
-    );
+    let branch: SpawnSyncReturns<string>;
+    try {
+      branch = spawnSync(
+        process.execPath,
+        [join(root, 'scripts', 'branch-run.mjs'), '--after', 'eval-rft', straight, config, branched],
+        { encoding: 'utf8' },
+      );
+    } finally {
+      await lock.release();
+    }
     expect(branch.status, branch.stdout + branch.stderr).toBe(0);
-    await lock.release();
     expect(existsSync(join(branched, RUN_LOCK_FILE))).toBe(false);
     const state = JSON.parse(readFileSync(join(branched, 'state.json'), 'utf8'));
     expect(state.done).toEqual(['warmstart', 'eval-base', 'rft', 'eval-rft']);
