@@ -15,7 +15,6 @@ import { invalidArgument } from '../errors.js';
 import { GRAD_SLOTS, type Model } from '../model/model.js';
 import { checkInteger } from '../validate.js';
 import type { AdamW } from './adamw.js';
-import { assignLanes, sampleCost } from './lanes.js';
 import type { PolicyLossConfig } from './losses.js';
 
 /** One training sample: a conversation with the tokens to train. */
@@ -171,8 +170,7 @@ export class Trainer {
 
   /**
    * The step both kinds share: zero the gradients, run `backward` on every sample with trained
-   * tokens (`sampleLanes` at once, each lane on its gradient slot with the samples
-   * {@link assignLanes} gives it by length, in index order),
+   * tokens (in order, `sampleLanes` at once, each lane on its gradient slot),
    * given its trained tokens n, the batch's N and the count S of samples with any, then one
    * optimizer step. Results come back by sample index (null for a sample with nothing trained),
    * so that callers sum them in a fixed order.
@@ -189,13 +187,9 @@ export class Trainer {
     const results: (R | null)[] = new Array(prepared.length).fill(null);
     const todo = prepared.map((_, i) => i).filter((i) => (counts[i] as number) > 0);
     const lanes = Math.min(this.#o.sampleLanes, todo.length);
-    const perLane = assignLanes(
-      todo.map((i) => sampleCost(this.model.config, (prepared[i] as P).tokens.length)),
-      lanes,
-    );
     const settled = await Promise.allSettled(
-      perLane.map(async (list, l) => {
-        for (const k of list) {
+      Array.from({ length: lanes }, async (_, l) => {
+        for (let k = l; k < todo.length; k += lanes) {
           const i = todo[k] as number;
           results[i] = await backward(prepared[i] as P, {
             n: counts[i] as number,
