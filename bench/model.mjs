@@ -12,10 +12,11 @@
  *   in tiles of 16) as GFLOP/s, beside one dot product per row (the AVX2 level's former tile
  *   routine, bitwise equal) and the one-thread FMA peak. Scores are most of the attention work of
  *   the warm start's backward and of long-context decoding;
- * - model.train.lanes.copy.embedded and model.train.lanes.sft.embedded: Trainer steps per second
+ * - model.train.lanes.{copy,sft,uneven}.embedded: Trainer steps per second
  *   of the embedded model with two sample lanes (the default) beside one lane, on the pipeline's
  *   two SFT workloads (copy pretraining: 16 samples of 20-50 tokens; the warm start: 4 samples
- *   of 450 tokens).
+ *   of 450 tokens), and on 4 samples of uneven lengths (1,800, 300, 1,400 and 700 tokens), where a
+ *   lane left alone takes the kernel pool's help.
  */
 
 import { embeddedModelConfig } from '../dist/embedded/model.js';
@@ -127,6 +128,13 @@ async function laneRecords(ctx, meta) {
       steps: ctx.quick ? 10 : 40,
     },
     { name: 'sft', batch: () => Array.from({ length: 4 }, () => sample(450)), steps: ctx.quick ? 3 : 12 },
+    // Lengths as uneven as the warm start's: one lane ends early and the other, left alone,
+    // takes the kernel pool's help (InlineRuns, native/common/thread_pool.h).
+    {
+      name: 'uneven',
+      batch: () => [1800, 300, 1400, 700].map((n) => sample(n)),
+      steps: ctx.quick ? 2 : 6,
+    },
   ];
   meta.lanes = {};
   for (const w of workloads) {

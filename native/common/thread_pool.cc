@@ -1,16 +1,30 @@
 // Implementation of the kernel thread pool (see thread_pool.h).
 #include "common/thread_pool.h"
 
+#include <atomic>
 #include <cstdlib>
 
 namespace swerl {
 
 namespace {
 thread_local bool tInline = false;
+thread_local bool tTakesHelp = false;  // this inline thread uses the pool while it is alone
+// Threads inside an InlineRuns scope now (each counted once, at its outermost scope).
+std::atomic<int> gInlineThreads{0};
 }  // namespace
 
-InlineRuns::InlineRuns(bool on) : previous_(tInline) { tInline = tInline || on; }
-InlineRuns::~InlineRuns() { tInline = previous_; }
+InlineRuns::InlineRuns(bool on, bool helpWhenAlone) : previous_(tInline), previousHelp_(tTakesHelp) {
+  tInline = tInline || on;
+  if (tInline && !previous_) {
+    gInlineThreads.fetch_add(1);
+    tTakesHelp = helpWhenAlone;
+  }
+}
+InlineRuns::~InlineRuns() {
+  if (tInline && !previous_) gInlineThreads.fetch_sub(1);
+  tInline = previous_;
+  tTakesHelp = previousHelp_;
+}
 
 int configuredThreads() {
   if (const char* env = std::getenv("SWERL_NUM_THREADS")) {
@@ -73,7 +87,9 @@ void ThreadPool::workerLoop() {
 
 void ThreadPool::run(int numTasks, const std::function<void(int)>& fn) {
   if (numTasks <= 0) return;
-  if (workers_.empty() || numTasks == 1 || tInline) {
+  // An inline thread keeps to itself while another runs beside it (both would queue for the
+  // pool); alone (its neighbours done), a long job takes the pool's help. The same tasks run.
+  if (workers_.empty() || numTasks == 1 || (tInline && (!tTakesHelp || gInlineThreads.load() > 1))) {
     std::exception_ptr first;
     for (int i = 0; i < numTasks; ++i) {
       try {

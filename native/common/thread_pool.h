@@ -48,18 +48,22 @@ class ThreadPool {
 /**
  * While one is alive on a thread, every pool run started on that thread runs inline, its tasks in
  * order on that thread. Jobs that run side by side (the trainer's sample lanes) use it so that
- * each keeps one core instead of queueing for the shared pool; results are unchanged, since a
- * task's output depends only on its index.
+ * each keeps one core instead of queueing for the shared pool. With `helpWhenAlone`, a thread
+ * whose scope is the only one alive (the last lane of a step still running) uses the pool as any
+ * caller does, so that the cores the finished lanes left are not idle; meant for long jobs only,
+ * since a short job's neighbour is often between two jobs, not done (the pool's help then
+ * oversubscribes the cores). Results are the same either way, since a task's output depends only
+ * on its index.
  */
 class InlineRuns {
  public:
-  explicit InlineRuns(bool on = true);
+  explicit InlineRuns(bool on = true, bool helpWhenAlone = false);
   ~InlineRuns();
   InlineRuns(const InlineRuns&) = delete;
   InlineRuns& operator=(const InlineRuns&) = delete;
 
  private:
-  bool previous_;
+  bool previous_, previousHelp_;
 };
 
 /** Threads the kernels use: SWERL_NUM_THREADS if set (>= 1), else std::thread::hardware_concurrency(). */

@@ -7,6 +7,10 @@
 
 namespace swerl {
 
+namespace {
+constexpr size_t kHelpMinTokens = 256;
+}  // namespace
+
 PolicyLossResult runBackwardJob(const Model& m, const BackwardJob& job, float* grad, float* logprobs) {
   const ModelConfig& c = m.config();
   const size_t T = job.tokens.size(), H = c.hidden, V = c.vocab;
@@ -23,7 +27,9 @@ PolicyLossResult runBackwardJob(const Model& m, const BackwardJob& job, float* g
                       opt(job.rolloutLogprobs)};
   TokenLoss loss = job.policy ? TokenLoss(in, job.cfg) : TokenLoss(T, V, job.targets.data(), job.mask.data());
   loss.scaleGradients(job.lossScale);
-  InlineRuns inlineRuns(job.inlineRuns);
+  // A lane left alone takes the pool's help only for a long sequence: a short one's neighbour lane
+  // is usually between two samples, not done (kHelpMinTokens, measured on the embedded default).
+  InlineRuns inlineRuns(job.inlineRuns, T >= kHelpMinTokens);
   TrainState st;
   m.forwardTrain(job.tokens.data(), T, job.recompute, st);
   std::vector<float> dHidden(T * H);
