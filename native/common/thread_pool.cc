@@ -13,15 +13,16 @@ thread_local bool tTakesHelp = false;  // this inline thread uses the pool while
 std::atomic<int> gInlineThreads{0};
 }  // namespace
 
-InlineRuns::InlineRuns(bool on, bool helpWhenAlone) : previous_(tInline), previousHelp_(tTakesHelp) {
+InlineRuns::InlineRuns(bool on, bool helpWhenAlone)
+    : previous_(tInline), previousHelp_(tTakesHelp), counted_(on && !tInline) {
   tInline = tInline || on;
-  if (tInline && !previous_) {
+  if (counted_) {
     gInlineThreads.fetch_add(1);
     tTakesHelp = helpWhenAlone;
   }
 }
 InlineRuns::~InlineRuns() {
-  if (tInline && !previous_) gInlineThreads.fetch_sub(1);
+  if (counted_) gInlineThreads.fetch_sub(1);
   tInline = previous_;
   tTakesHelp = previousHelp_;
 }

@@ -52,8 +52,9 @@ class ThreadPool {
  * whose scope is the only one alive (the last lane of a step still running) uses the pool as any
  * caller does, so that the cores the finished lanes left are not idle; meant for long jobs only,
  * since a short job's neighbour is often between two jobs, not done (the pool's help then
- * oversubscribes the cores). Results are the same either way, since a task's output depends only
- * on its index.
+ * oversubscribes the cores). Only the outermost scope on a thread counts: an inner one's
+ * arguments are ignored. Results are the same either way, since a task's output depends only on
+ * its index.
  */
 class InlineRuns {
  public:
@@ -64,6 +65,7 @@ class InlineRuns {
 
  private:
   bool previous_, previousHelp_;
+  bool counted_;  // this scope made its thread inline (the outermost one), so it is counted
 };
 
 /** Threads the kernels use: SWERL_NUM_THREADS if set (>= 1), else std::thread::hardware_concurrency(). */

@@ -476,7 +476,8 @@ class ModelWrap : public Napi::ObjectWrap<ModelWrap> {
   // loss (SFT, or the policy loss with policy = { oldLogprobs, advantages, seqIds?, refLogprobs?,
   // rolloutLogprobs?, config }), and backward, adding gradients into slot options.gradSlot (0, the
   // gradient itself, by default). options: { recompute, lossScale, chunkTokens, gradSlot,
-  // ownThread } (ownThread: the kernels run on the job's thread only while another such job runs).
+  // ownThread } (ownThread: the kernels run on the job's thread only, unless the job has 256
+  // tokens or more and no other such job runs).
   // Jobs on different slots may run at once; nothing else may run beside them.
   // Promise<{ loss, logprobs, entropy, clipFracLow, clipFracHigh }>.
   Napi::Value LossAndBackward(const Napi::CallbackInfo& info) {

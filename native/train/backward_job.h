@@ -19,7 +19,7 @@ struct BackwardJob {
   std::vector<float> mask, oldLogprobs, advantages, refLogprobs, rolloutLogprobs;
   bool policy = false;      // the policy loss with cfg; else SFT
   bool recompute = false;   // keep only each layer's input in the forward, recompute the rest
-  bool inlineRuns = false;  // the kernels on this job's thread while others run beside it (InlineRuns)
+  bool inlineRuns = false;  // the kernels on this job's thread (InlineRuns; alone and long, with the pool's help)
   PolicyLossConfig cfg;
   double lossScale = 1;      // multiplies the gradients, not the reported loss
   size_t chunkTokens = 256;  // tokens per chunk of the fused LM head

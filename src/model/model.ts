@@ -68,8 +68,8 @@ export interface BackwardOptions {
   /**
    * Run the kernels on this call's own thread instead of the shared pool (default false), for
    * calls that run side by side: each then keeps a core rather than queueing for the pool. While
-   * no other such call is running (the others finished), the call takes the pool's help again.
-   * The results are bitwise the same either way.
+   * no other such call is running (the others finished), a call of 256 tokens or more takes the
+   * pool's help again. The results are bitwise the same either way.
    */
   ownThread?: boolean;
 }

@@ -281,6 +281,38 @@ describe('gradient slots and sample lanes', () => {
     for (const g of allGrads(m)) expect(g.every((x) => x === 0)).toBe(true);
   });
 
+  it("a long call on its own thread gives the pool's bits, alone (with the pool's help) and beside another", async () => {
+    // 320 tokens: at or above the length where a lone ownThread call takes the pool's help.
+    const long = [0, 1].map((k) => {
+      const tokens = Array.from({ length: 320 }, (_, i) => (i * (5 + k) + 3 * k) % 11);
+      return { tokens, targets: tokens.slice(1).concat([k]) };
+    });
+    const m = Model.random(QWEN, 25);
+    randomize(m, 26);
+    const [a, b] = long as [(typeof long)[0], (typeof long)[0]];
+    m.zeroGrad();
+    await m.sftBackward(a); // the shared pool
+    const pool = allGrads(m);
+    m.zeroGrad();
+    await m.sftBackward(a, { ownThread: true }); // alone: its kernels take the pool's help
+    allGrads(m).forEach((g, k) => expect(Array.from(g), m.parameters()[k]?.name).toEqual(Array.from(pool[k] ?? [])));
+    // Beside another ownThread call: inline while both run, helped once the other is done (soon,
+    // for a short neighbour). Reference: the two on their slots one after the other, on the pool.
+    const short = { tokens: b.tokens.slice(0, 40), targets: b.targets.slice(0, 40) };
+    for (const other of [short, b]) {
+      m.zeroGrad();
+      await m.sftBackward(a, { gradSlot: 0 });
+      await m.sftBackward(other, { gradSlot: 1 });
+      const want = allGrads(m);
+      m.zeroGrad();
+      await Promise.all([
+        m.sftBackward(a, { gradSlot: 0, ownThread: true }),
+        m.sftBackward(other, { gradSlot: 1, ownThread: true }),
+      ]);
+      allGrads(m).forEach((g, k) => expect(Array.from(g), m.parameters()[k]?.name).toEqual(Array.from(want[k] ?? [])));
+    }
+  });
+
   it('refuses a busy slot, a slot out of range, and an optimizer step or read while a slot runs', async () => {
     const m = Model.random(QWEN, 23);
     m.zeroGrad();
