@@ -295,7 +295,9 @@ describe('gradient slots and sample lanes', () => {
     const pool = allGrads(m);
     m.zeroGrad();
     await m.sftBackward(a, { ownThread: true }); // alone: its kernels take the pool's help
-    allGrads(m).forEach((g, k) => expect(Array.from(g), m.parameters()[k]?.name).toEqual(Array.from(pool[k] ?? [])));
+    allGrads(m).forEach((g, k) => {
+      expect(Array.from(g), m.parameters()[k]?.name).toEqual(Array.from(pool[k] ?? []));
+    });
     // Beside another ownThread call: inline while both run, helped once the other is done (soon,
     // for a short neighbour). Reference: the two on their slots one after the other, on the pool.
     const short = { tokens: b.tokens.slice(0, 40), targets: b.targets.slice(0, 40) };
@@ -309,7 +311,9 @@ describe('gradient slots and sample lanes', () => {
         m.sftBackward(a, { gradSlot: 0, ownThread: true }),
         m.sftBackward(other, { gradSlot: 1, ownThread: true }),
       ]);
-      allGrads(m).forEach((g, k) => expect(Array.from(g), m.parameters()[k]?.name).toEqual(Array.from(want[k] ?? [])));
+      allGrads(m).forEach((g, k) => {
+        expect(Array.from(g), m.parameters()[k]?.name).toEqual(Array.from(want[k] ?? []));
+      });
     }
   });
 
