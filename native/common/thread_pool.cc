@@ -13,18 +13,19 @@ thread_local bool tTakesHelp = false;  // this inline thread uses the pool while
 std::atomic<int> gInlineThreads{0};
 }  // namespace
 
-InlineRuns::InlineRuns(bool on, bool helpWhenAlone)
-    : previous_(tInline), previousHelp_(tTakesHelp), counted_(on && !tInline) {
+InlineRuns::InlineRuns(bool on, bool helpWhenAlone) : previous_(tInline), counted_(on && !tInline) {
   tInline = tInline || on;
   if (counted_) {
     gInlineThreads.fetch_add(1);
-    tTakesHelp = helpWhenAlone;
+    tTakesHelp = helpWhenAlone;  // read only while tInline, so only the counted scope sets it
   }
 }
 InlineRuns::~InlineRuns() {
-  if (counted_) gInlineThreads.fetch_sub(1);
+  if (counted_) {
+    gInlineThreads.fetch_sub(1);
+    tTakesHelp = false;
+  }
   tInline = previous_;
-  tTakesHelp = previousHelp_;
 }
 
 int configuredThreads() {

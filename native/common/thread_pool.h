@@ -64,7 +64,7 @@ class InlineRuns {
   InlineRuns& operator=(const InlineRuns&) = delete;
 
  private:
-  bool previous_, previousHelp_;
+  bool previous_;
   bool counted_;  // this scope made its thread inline (the outermost one), so it is counted
 };
 
